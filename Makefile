@@ -1,0 +1,49 @@
+# pockmcu: the two commands a new user needs are `make demo` and `make test`.
+# Both set up what is missing first: Debian packages (cross compiler, newlib,
+# QEMU) and a local virtual environment in .venv with the Python dependencies.
+
+SHELL      := /bin/bash
+PYTHON3    ?= python3
+VENV       := .venv
+PY         := $(VENV)/bin/python
+STAMP      := $(VENV)/.installed
+APT_PKGS   := gcc make gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm python3-venv
+SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+DEMO_MODEL ?= tests/fixtures/models/small_cnn.tflite
+PYTEST_ARGS ?=
+
+.PHONY: setup apt venv demo test bench fixtures clean
+
+setup: apt venv
+
+# Install the Debian packages only when one of them is missing.
+apt:
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@[ -x $(PY) ] || $(PYTHON3) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+demo: setup
+	$(PY) -m pockmcu.demo $(DEMO_MODEL)
+
+test: setup
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) -m pockmcu.bench --all -o BENCHMARKS.md
+
+# Regenerate the committed fixture models (needs no TensorFlow).
+fixtures: setup
+	$(PY) tests/fixtures/make_fixtures.py
+
+clean:
+	rm -rf build dist demo_out .pytest_cache

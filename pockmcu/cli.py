@@ -1,0 +1,180 @@
+"""Command line: pockmcu gen | sim | run | bench | inspect.
+
+User mistakes end with one line on stderr and exit status 2; nothing is
+half-written (files go to a temporary name and are renamed at the end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .errors import PockError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2, no usage dump
+        sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        sys.exit(2)
+
+
+def load_npy(path: str, what: str = "--input") -> np.ndarray:
+    p = Path(path)
+    if not p.is_file():
+        raise PockError(f"{what} {path}: no such file")
+    try:
+        return np.load(p, allow_pickle=False)
+    except Exception:
+        raise PockError(f"{what} {path}: not a .npy file (write it with numpy.save)") from None
+
+
+def save_npy(path: str, array: np.ndarray) -> None:
+    """Write atomically: a temporary file in the same directory, renamed into place."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".npy", dir=p.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, array)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def check_out_dir(out: str) -> None:
+    p = Path(out)
+    if p.exists() and (not p.is_dir() or (any(p.iterdir()) and not (p / "plan.json").exists())):
+        raise PockError(f"-o {out}: exists and is not a pockmcu output directory; choose a new path or remove it")
+
+
+# -- commands -------------------------------------------------------------------------------
+
+
+def cmd_gen(args) -> int:
+    from .codegen import write_project
+    from .compiler import compile_model, parse_size
+    from .targets import get_target
+
+    ram = parse_size(args.ram, "--ram")
+    flash = parse_size(args.flash, "--flash") if args.flash else None
+    stack = parse_size(args.stack, "--stack")
+    target = get_target(args.target).name
+    check_out_dir(args.output)
+    compiled = compile_model(args.model, ram=ram, flash=flash, stack=stack, target=target)
+    out = write_project(compiled, args.output)
+    p = compiled.plan
+    print(f"wrote {out}: {len(compiled.graph.ops)} ops, arena {p.arena_bytes} B (lower bound "
+          f"{p.lower_bound_bytes} B), RAM {compiled.ram_needed} of {ram} B, weights {compiled.weights_bytes} B")
+    return 0
+
+
+def cmd_sim(args) -> int:
+    from .sim import load
+
+    x = load_npy(args.input)
+    model = load(args.out)
+    y = model.invoke(x)
+    save_npy(args.output, y)
+    print(f"{x.shape[0] if x.ndim else 1} sample(s) -> {args.output} {list(np.shape(y))} {np.asarray(y).dtype}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from .runner import run_on_target
+
+    x = load_npy(args.input)
+    y = run_on_target(args.out, args.target, x)
+    save_npy(args.output, y)
+    print(f"{y.shape[0]} sample(s) on {args.target} -> {args.output} {list(y.shape)} {y.dtype}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import bench_model, format_bench
+
+    result = bench_model(args.model, args.target, ram=args.ram)
+    print(json.dumps(result, indent=1) if args.json else format_bench(result))
+    return 0
+
+
+def cmd_inspect(args) -> int:
+    from .inspect import inspect_model
+
+    print(inspect_model(args.model))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="pockmcu", description="Compile int8 TFLite/ONNX models to C for Cortex-M: inference "
+                "(and on-device training), simulated on the host, run in QEMU.")
+    p.add_argument("--version", action="version", version=f"pockmcu {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    g = sub.add_parser("gen", help="generate a C project from a model",
+                       description="Generate model.c/model.h/weights.c, a Makefile, plan.json and reports into OUT.")
+    g.add_argument("model", help=".tflite or .onnx model (int8 quantized)")
+    g.add_argument("--ram", required=True, help="RAM budget: arena + stack + runtime, e.g. 256KB (K = 1024)")
+    g.add_argument("--flash", help="flash budget for weights and code, e.g. 1MB (default: the target's)")
+    g.add_argument("--stack", default="4KB", help="stack reserved inside the RAM budget (default 4KB)")
+    g.add_argument("--target", default="qemu-m4",
+                   help="default build target of the generated Makefile: qemu-m3/m4/m7/m33/m55, cortex-m4 "
+                        "(= qemu-m4), or a board (default qemu-m4)")
+    g.add_argument("-o", "--output", required=True, metavar="OUT", help="output directory")
+    g.set_defaults(func=cmd_gen)
+
+    s = sub.add_parser("sim", help="run generated C on the host (cffi)",
+                       description="Build OUT for the host and run every sample of IN.npy through it.")
+    s.add_argument("out", metavar="OUT", help="directory written by 'pockmcu gen'")
+    s.add_argument("--input", required=True, metavar="IN.npy", help="[N, *input_shape[1:]] in the model's input dtype")
+    s.add_argument("-o", "--output", required=True, metavar="RESULT.npy")
+    s.set_defaults(func=cmd_sim)
+
+    r = sub.add_parser("run", help="build firmware and run it in QEMU",
+                       description="Build OUT for a Cortex-M target and run every sample of IN.npy in QEMU.")
+    r.add_argument("out", metavar="OUT")
+    r.add_argument("--target", default="qemu-m4", help="qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55")
+    r.add_argument("--input", required=True, metavar="IN.npy")
+    r.add_argument("-o", "--output", required=True, metavar="RESULT.npy")
+    r.set_defaults(func=cmd_run)
+
+    b = sub.add_parser("bench", help="exact instruction counts per op in QEMU",
+                       description="Compile MODEL, run one inference in QEMU with -icount and report exact "
+                                   "instructions per op, MACs per instruction, arena and flash bytes.")
+    b.add_argument("model")
+    b.add_argument("--target", default="qemu-m4")
+    b.add_argument("--ram", default="4MB", help="RAM budget for the benchmark build (default 4MB)")
+    b.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    b.set_defaults(func=cmd_bench)
+
+    i = sub.add_parser("inspect", help="ops, tensors, quantization, MACs and support of a model")
+    i.add_argument("model")
+    i.set_defaults(func=cmd_inspect)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except PockError as exc:
+        sys.stderr.write(f"pockmcu {args.command}: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("pockmcu: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,228 @@
+"""Code generation: Jinja templates -> a self-contained C project in OUT.
+
+OUT gets model.h / model.c (the schedule, one kernel call per op), weights.c /
+weights.h (one const array per constant tensor), the kernels and firmware it
+needs, a Makefile, plan.json and the human reports. Everything is rendered
+into a temporary directory next to OUT and moved into place at the end, so a
+failure never leaves a half-written OUT.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import jinja2
+import numpy as np
+
+from . import __version__
+from .compiler import RUNTIME_RAM_BYTES, Compiled
+from .ir import C_TYPES, Graph, Tensor
+from .ops import opdef
+from .resources import firmware_dir, kernels_dir, templates_dir
+
+WEIGHT_ROLES = {1: "weights", 2: "bias"}
+
+
+def c_ident(text: str) -> str:
+    s = re.sub(r"[^0-9a-zA-Z_]", "_", text).strip("_") or "t"
+    return ("t_" + s) if s[0].isdigit() else s
+
+
+def float_lit(x: float) -> str:
+    """A C float literal that reads back as exactly the same float32."""
+    return f"{float(np.float32(x))!r}f".replace("inf", "INFINITY")
+
+
+class CodeGen:
+    """Names and helpers shared by the op snippets and the templates."""
+
+    def __init__(self, c: Compiled):
+        self.c = c
+        self.g: Graph = c.graph
+        self.plan = c.plan
+        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())),
+                                      undefined=jinja2.StrictUndefined, trim_blocks=True,
+                                      lstrip_blocks=True, keep_trailing_newline=True)
+        self.tensor_names = self._name_tensors()
+
+    # -- naming ---------------------------------------------------------------------------
+    def _name_tensors(self) -> dict[str, str]:
+        g, names, used = self.g, {}, set()
+
+        def claim(t: str, want: str) -> None:
+            want = c_ident(want)
+            name, k = want, 1
+            while name in used:
+                name, k = f"{want}_{k}", k + 1
+            used.add(name)
+            names[t] = name
+
+        for i, t in enumerate(g.inputs):
+            claim(t, f"input{i}" if len(g.inputs) > 1 else "input")
+        for i, t in enumerate(g.outputs):
+            if t not in names:
+                claim(t, f"output{i}" if len(g.outputs) > 1 else "output")
+        for op in g.ops:
+            for k, t in enumerate(op.inputs):
+                if t and t not in names and g.t(t).is_const:
+                    claim(t, f"{op.name}_{WEIGHT_ROLES.get(k, f'const{k}') if opdef(op.kind).kernel else f'const{k}'}")
+            for k, t in enumerate(op.outputs):
+                if t not in names:
+                    claim(t, f"{op.name}_out" + (str(k) if k else ""))
+        return names
+
+    def name(self, t: str) -> str:
+        return self.tensor_names[t]
+
+    # -- helpers visible to op snippets -----------------------------------------------------------
+    def ptr(self, t: Tensor | str) -> str:
+        return self.name(t if isinstance(t, str) else t.name)
+
+    def const(self, t: str) -> str:
+        return self.name(t)
+
+    @staticmethod
+    def int_list(values) -> str:
+        return ", ".join(str(int(v)) for v in np.asarray(values).reshape(-1))
+
+    @staticmethod
+    def float_lit(x: float) -> str:
+        return float_lit(x)
+
+    @staticmethod
+    def dims(shape) -> str:
+        s = [int(d) for d in shape]
+        s = [1] * (4 - len(s)) + s if len(s) < 4 else s
+        return "{" + ", ".join(str(d) for d in s) + "}"
+
+    # -- rendering ----------------------------------------------------------------------------
+    def layers(self) -> list[dict]:
+        out = []
+        for step, op in enumerate(self.g.ops):
+            d = opdef(op.kind)
+            if d.alias:
+                out.append(dict(step=step, op=op, describe=d.describe(self.g, op), decls="", call="", query="",
+                                alias=True, kernel=""))
+                continue
+            scratch = self.plan.scratch.get(op.name)
+            ctx = dict(d.c_context(self.g, op, self), n=op.name, ptr=self.ptr, dims=self.dims,
+                       scratch=f"(pockmcu_arena + {self.plan.buffer(scratch).offset})" if scratch else "NULL",
+                       scratch_size=self.plan.buffer(scratch).size if scratch else 0)
+            render = lambda src: self.env.from_string(src).render(**ctx).strip("\n")  # noqa: E731
+            out.append(dict(step=step, op=op, describe=d.describe(self.g, op), decls=render(d.c_decls),
+                            call=render(d.c_call), alias=False, kernel=d.kernel,
+                            query=render(getattr(d, "c_buffer_query", "")),
+                            returns_status=d.c_status))
+        return out
+
+    def arena_map(self) -> list[dict]:
+        rows = []
+        for t in sorted(self.plan.tensor_buffer, key=lambda t: self.plan.offset(t)):
+            tensor = self.g.t(t)
+            b = self.plan.buffer(self.plan.tensor_buffer[t])
+            rows.append(dict(c=self.name(t), ctype=C_TYPES[tensor.dtype], offset=b.offset, tensor=tensor,
+                             first=b.first, last=b.last))
+        return rows
+
+    def constants(self) -> list[dict]:
+        rows = []
+        for op in self.g.ops:
+            if opdef(op.kind).alias:
+                continue
+            for t in op.inputs:
+                if not t or not self.g.t(t).is_const or any(r["name"] == t for r in rows):
+                    continue
+                tensor = self.g.t(t)
+                data = np.asarray(tensor.data).reshape(-1)
+                rows.append(dict(name=t, c=self.name(t), ctype=C_TYPES[tensor.dtype], tensor=tensor,
+                                 count=data.size, lines=_value_lines(data, tensor.dtype), op=op.name))
+        return rows
+
+    def io(self, names: list[str]) -> list[dict]:
+        rows = []
+        for t in names:
+            tensor = self.g.t(t)
+            rows.append(dict(name=t, c=self.name(t), ctype=C_TYPES[tensor.dtype], shape=list(tensor.shape),
+                             dtype=tensor.dtype, bytes=tensor.nbytes, offset=self.plan.offset(t),
+                             scale=float(tensor.quant.s) if tensor.quant else None,
+                             zero_point=int(tensor.quant.zp) if tensor.quant else None))
+        return rows
+
+    def plan_json(self) -> dict:
+        c, g, p = self.c, self.g, self.plan
+        tensors = []
+        for b in sorted(p.buffers, key=lambda b: (b.offset, b.first)):
+            names = b.tensors or [b.name]
+            tensors.append(dict(name=names[0], aliases=names[1:], kind=b.kind, offset=b.offset, size=b.size,
+                                first=b.first, last=b.last))
+        return dict(
+            generator=f"pockmcu {__version__}", model=Path(g.source).name, format=g.format, target=c.target,
+            arena_bytes=p.arena_bytes, lower_bound_bytes=p.lower_bound_bytes,
+            greedy_by_size_bytes=p.greedy_bytes, planner=p.strategy,
+            persistent_ram_bytes=c.persistent_ram_bytes, stack_bytes=c.stack_bytes,
+            runtime_ram_bytes=RUNTIME_RAM_BYTES, ram_needed_bytes=c.ram_needed, ram_budget_bytes=c.ram_budget,
+            flash_bytes=c.weights_bytes, flash_budget_bytes=c.flash_budget,
+            macs=sum(opdef(op.kind).macs(g, op) for op in g.ops),
+            inputs=self.io(g.inputs), outputs=self.io(g.outputs),
+            steps=[dict(step=i, name=op.name, kind=op.kind, kernel=opdef(op.kind).kernel,
+                        macs=opdef(op.kind).macs(g, op), describe=opdef(op.kind).describe(g, op))
+                   for i, op in enumerate(g.ops)],
+            tensors=tensors)
+
+    def render(self, template: str, **extra) -> str:
+        ctx = dict(c=self.c, g=self.g, plan=self.plan, cg=self, version=__version__,
+                   source=Path(self.g.source).name, **extra)
+        return self.env.get_template(template).render(**ctx)
+
+
+def _value_lines(data: np.ndarray, dtype: str, per_line: int = 16) -> list[str]:
+    if dtype == "float32":
+        items = [float_lit(v) for v in data]
+    else:
+        items = [str(int(v)) for v in data]
+    width = max((len(s) for s in items), default=1)
+    return [", ".join(s.rjust(width) for s in items[i:i + per_line]) for i in range(0, len(items), per_line)]
+
+
+def write_project(c: Compiled, out: str | Path) -> Path:
+    """Render every file into a temporary sibling of OUT, then swap it into place."""
+    out = Path(out).resolve()
+    cg = CodeGen(c)
+    plan = cg.plan_json()
+    layers = cg.layers()
+    files = {
+        "model.h": cg.render("model.h.j2", plan_json=plan),
+        "model.c": cg.render("model.c.j2", layers=layers, arena=cg.arena_map(), plan_json=plan),
+        "weights.h": cg.render("weights.h.j2", constants=cg.constants()),
+        "weights.c": cg.render("weights.c.j2", constants=cg.constants()),
+        "Makefile": cg.render("Makefile.j2", model_sources=["model.c", "weights.c"], ram_bytes=c.ram_budget,
+                              flash_bytes=c.flash_budget, stack_bytes=c.stack_bytes,
+                              default_target=c.target, model_name=c_ident(Path(c.graph.source).stem)),
+        "plan.json": json.dumps(plan, indent=1) + "\n",
+    }
+    from .report import render_reports  # noqa: PLC0415
+
+    files.update(render_reports(cg, plan))
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        for name, text in files.items():
+            (tmp / name).write_text(text)
+        shutil.copytree(kernels_dir(), tmp / "kernels", ignore=shutil.ignore_patterns("__pycache__", "*.o"))
+        shutil.copytree(firmware_dir(), tmp / "firmware", ignore=shutil.ignore_patterns("__pycache__", "*.o"))
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{tmp.name[-8:]}")
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out

@@ -1,0 +1,111 @@
+"""The pipeline as one straight line: frontend -> graph -> passes -> plan -> codegen.
+
+``compile_model`` does everything that can fail on the user's input before a
+single file is written; ``write_project`` then writes OUT atomically.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import PockError
+from .frontend import load_model
+from .ir import Graph
+from .ops import REGISTRY, opdef
+from .plan import Plan, plan_memory
+
+#: RAM the runtime needs besides arena and stack (harness statics, I/O handles)
+RUNTIME_RAM_BYTES = 512
+DEFAULT_STACK_BYTES = 4096
+SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20}
+
+
+def parse_size(text: str, what: str = "--ram") -> int:
+    """'256KB', '256K', '256KiB', '262144', '0.25MB' -> bytes (K = 1024, as memory sizes are quoted on MCUs)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in SIZE_UNITS:
+        raise PockError(f"{what} {text!r} is not a size; write e.g. 256KB, 256K, 256KiB, 0.25MB or 262144 (bytes)")
+    value = float(m.group(1)) * SIZE_UNITS[m.group(2).lower()]
+    if value != int(value) or value <= 0:
+        raise PockError(f"{what} {text!r} is not a positive whole number of bytes")
+    return int(value)
+
+
+def unsupported(g: Graph) -> list[str]:
+    """Every reason the graph cannot be compiled, each naming the op and where it is."""
+    problems = []
+    for op in g.ops:
+        d = REGISTRY.get(op.kind)
+        if d is None:
+            problems.append(f"op {op.kind} at {op.location.split(' (')[0]} is not supported")
+            continue
+        for p in d.check(g, op):
+            problems.append(f"{op.kind} '{op.name}' ({op.location.split(' (')[0]}): {p}")
+    for name in g.inputs + g.outputs:
+        t = g.t(name)
+        if t.dtype not in ("int8", "float32"):
+            problems.append(f"model {'input' if name in g.inputs else 'output'} '{name}' is {t.dtype} (int8 or float32 only)")
+    return problems
+
+
+def check_supported(g: Graph) -> None:
+    act = [t for t in g.tensors.values() if not t.is_const]
+    if act and all(t.dtype == "float32" for t in act):
+        raise PockError(f"{g.source}: a float32 model; pockmcu compiles int8-quantized models: "
+                        "quantize it first (TFLite full-integer post-training quantization, or ONNX QDQ)")
+    problems = unsupported(g)
+    if problems:
+        shown = "; ".join(problems[:8]) + (f"; and {len(problems) - 8} more" if len(problems) > 8 else "")
+        raise PockError(f"{g.source}: cannot compile: {shown}. Supported ops: {', '.join(supported_ops())}")
+
+
+def supported_ops() -> list[str]:
+    return sorted(k for k, d in REGISTRY.items() if not d.foldable)
+
+
+@dataclass
+class Compiled:
+    graph: Graph
+    plan: Plan
+    ram_budget: int
+    flash_budget: int | None
+    stack_bytes: int
+    target: str
+
+    @property
+    def persistent_ram_bytes(self) -> int:
+        return 0
+
+    @property
+    def ram_needed(self) -> int:
+        return self.plan.arena_bytes + self.persistent_ram_bytes + self.stack_bytes + RUNTIME_RAM_BYTES
+
+    @property
+    def weights_bytes(self) -> int:
+        return sum(t.nbytes for t in self.graph.tensors.values() if t.is_const)
+
+
+def load_and_check(path) -> Graph:
+    g = load_model(path)
+    check_supported(g)
+    for op in g.ops:
+        opdef(op.kind).prepare(g, op)
+    return g
+
+
+def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT_STACK_BYTES,
+                  target: str = "qemu-m4") -> Compiled:
+    g = load_and_check(path)
+    plan = plan_memory(g)
+    c = Compiled(graph=g, plan=plan, ram_budget=ram, flash_budget=flash, stack_bytes=stack, target=target)
+    if c.ram_needed > ram:
+        raise PockError(
+            f"{Path(path).name} needs {c.ram_needed} bytes of RAM (arena {plan.arena_bytes} + stack {stack} + "
+            f"runtime {RUNTIME_RAM_BYTES}) but --ram is {ram}; raise --ram to at least {c.ram_needed} bytes "
+            f"({-(-c.ram_needed // 1024)}KB)")
+    if flash is not None and c.weights_bytes > flash:
+        raise PockError(f"{Path(path).name} has {c.weights_bytes} bytes of weights but --flash is {flash}; "
+                        f"raise --flash above {c.weights_bytes} plus code size")
+    return c

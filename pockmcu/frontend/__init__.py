@@ -1,0 +1,23 @@
+"""Frontends: model files -> graph IR."""
+
+from pathlib import Path
+
+from ..errors import PockError
+from ..ir import Graph
+
+
+def load_model(path) -> Graph:
+    """Load a .tflite or .onnx file into the graph IR (raises PockError with one line on bad input)."""
+    path = Path(path)
+    if path.suffix.lower() == ".onnx":
+        from .onnx import load_onnx  # noqa: PLC0415 (optional frontend, imported on use)
+
+        return load_onnx(path)
+    if not path.exists():
+        raise PockError(f"{path}: no such file; give the path of a .tflite or .onnx model")
+    head = path.read_bytes()[:8] if path.is_file() else b""
+    if path.suffix.lower() != ".tflite" and head[4:8] != b"TFL3":
+        raise PockError(f"{path}: unknown model format; pockmcu reads .tflite (TFLite flatbuffer) and .onnx files")
+    from .tflite import load_tflite  # noqa: PLC0415
+
+    return load_tflite(path)

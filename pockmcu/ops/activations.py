@@ -1,0 +1,77 @@
+"""SOFTMAX and LOGISTIC, int8 in, int8 out (scale 1/256, zero point -128).
+
+Semantics: TFLite Micro's integer paths, built on gemmlowp fixed point:
+SOFTMAX rescales (x - max) by beta * s_in into Q5.26, exponentiates with
+exp_on_negative_values, normalizes with a fixed-point reciprocal; LOGISTIC
+rescales x - zp into Q4.27 and evaluates gemmlowp::logistic. The numpy
+versions live in pockmcu.fixedpoint, the C versions in kernels_c.
+"""
+
+from __future__ import annotations
+
+from .. import fixedpoint as fp
+from ..ir import Graph, Op
+from .base import OpDef, register
+
+
+def _needs_q8_output(g: Graph, op: Op) -> list[str]:
+    y = g.t(op.outputs[0])
+    if y.quant is not None and (abs(y.quant.s - 1 / 256) > 1e-9 or y.quant.zp != -128):
+        return [f"output '{y.name}' must have scale 1/256 and zero point -128 (has {y.quant.s}, {y.quant.zp})"]
+    return []
+
+
+@register
+class Softmax(OpDef):
+    kind = "SOFTMAX"
+    tflite_ops = ("SOFTMAX",)
+    tflite_options = "SoftmaxOptions"
+    kernel = "arm_softmax_s8"
+
+    def parse_tflite(self, o, op: Op, tensors) -> None:
+        op.attrs["beta"] = float(o.Beta()) if o else 1.0
+
+    def check(self, g: Graph, op: Op) -> list[str]:
+        problems = super().check(g, op)
+        return problems or _needs_q8_output(g, op)
+
+    def prepare(self, g: Graph, op: Op) -> None:
+        x = g.t(op.inputs[0])
+        op.attrs["mult"], op.attrs["left_shift"], op.attrs["diff_min"] = fp.softmax_params(x.quant.s, op.attrs["beta"])
+
+    def reference(self, g: Graph, op: Op, xs):
+        a = op.attrs
+        return [fp.softmax_s8(xs[0], a["mult"], a["left_shift"], a["diff_min"])]
+
+    def c_context(self, g: Graph, op: Op, cg) -> dict:
+        x = g.t(op.inputs[0])
+        return dict(x=x, y=g.t(op.outputs[0]), rows=x.size // x.shape[-1], row=x.shape[-1], **op.attrs)
+
+    c_call = """\
+arm_softmax_s8({{ptr(x)}}, {{rows}}, {{row}}, {{mult}}, {{left_shift}}, {{diff_min}}, {{ptr(y)}});"""
+
+
+@register
+class Logistic(OpDef):
+    kind = "LOGISTIC"
+    tflite_ops = ("LOGISTIC",)
+    kernel = "pockmcu_logistic_s8"
+    c_status = True
+
+    def check(self, g: Graph, op: Op) -> list[str]:
+        problems = super().check(g, op)
+        return problems or _needs_q8_output(g, op)
+
+    def prepare(self, g: Graph, op: Op) -> None:
+        x = g.t(op.inputs[0])
+        op.attrs["q"] = fp.logistic_params(x.quant.s, x.quant.zp)
+
+    def reference(self, g: Graph, op: Op, xs):
+        return [fp.logistic_s8(xs[0], op.attrs["q"])]
+
+    def c_context(self, g: Graph, op: Op, cg) -> dict:
+        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), q=op.attrs["q"])
+
+    c_call = """\
+status = pockmcu_logistic_s8({{ptr(x)}}, {{x.size}}, {{q.input_offset}}, {{q.input_range_radius}},
+                             {{q.input_multiplier}}, {{q.input_left_shift}}, {{ptr(y)}});"""

@@ -1,0 +1,138 @@
+"""The operator interface and registry.
+
+Every operator is one ``OpDef`` subclass in one module under ``pockmcu/ops``.
+It keeps together everything the pipeline needs to know about the operator:
+
+- ``tflite_ops`` / ``parse_tflite``: which TFLite builtins it handles and how
+  their options become IR attributes;
+- ``check``: dtype/attribute problems the compiler cannot handle (messages);
+- ``prepare``: compile-time constants (multipliers, shifts, activation range),
+  stored in ``op.attrs`` (TFLite Micro's Prepare step, done in Python);
+- ``reference``: numpy implementation with the exact integer semantics;
+- ``macs`` and ``scratch_bytes``;
+- ``c_decls`` / ``c_call``: Jinja snippets for the generated C, and
+  ``c_context`` for the values they use.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..ir import Graph, Op
+
+REGISTRY: dict[str, "OpDef"] = {}
+TFLITE_BUILTINS: dict[str, "OpDef"] = {}
+
+
+def register(cls: type["OpDef"]) -> type["OpDef"]:
+    inst = cls()
+    REGISTRY[cls.kind] = inst
+    for name in cls.tflite_ops:
+        TFLITE_BUILTINS[name] = inst
+    return cls
+
+
+def opdef(kind: str) -> "OpDef":
+    return REGISTRY[kind]
+
+
+class OpDef:
+    kind: ClassVar[str] = ""
+    tflite_ops: ClassVar[tuple[str, ...]] = ()
+    #: the output is the input's bytes seen with another shape (no code, shared buffer)
+    alias: ClassVar[bool] = False
+    #: CMSIS-NN or pockmcu kernel function called (for reports)
+    kernel: ClassVar[str] = ""
+    #: the C call assigns an arm_cmsis_nn_status to ``status`` (checked after the call)
+    c_status: ClassVar[bool] = False
+    c_decls: ClassVar[str] = ""
+    c_call: ClassVar[str] = ""
+    #: dtypes accepted for (activation) inputs and outputs
+    io_dtypes: ClassVar[tuple[str, ...]] = ("int8",)
+
+    # -- frontend -------------------------------------------------------------------
+    #: name of the class in the ``tflite`` package holding this op's builtin options
+    tflite_options: ClassVar[str] = ""
+
+    def parse_tflite(self, options: Any, op: Op, tensors: dict) -> None:
+        """Turn the TFLite builtin options object into ``op.attrs``."""
+
+    #: constant-foldable shape arithmetic: ``fold`` returns the output's value
+    foldable: ClassVar[bool] = False
+
+    def fold(self, g: Graph, op: Op) -> np.ndarray | None:
+        """Value of the output when it can be computed at compile time, else None."""
+        return None
+
+    # -- checks and Prepare -----------------------------------------------------------
+    def check(self, g: Graph, op: Op) -> list[str]:
+        """Return problems that make this op unsupported (empty if fine)."""
+        problems = []
+        for name in self.activation_inputs(g, op) + list(op.outputs):
+            t = g.t(name)
+            if t.dtype not in self.io_dtypes:
+                problems.append(f"{t.dtype} tensor '{name}' (only {'/'.join(self.io_dtypes)} is supported)")
+            elif t.dtype in ("int8", "uint8") and t.quant is None:
+                problems.append(f"tensor '{name}' has no quantization parameters")
+        return problems
+
+    def prepare(self, g: Graph, op: Op) -> None:
+        """Compute compile-time constants into ``op.attrs``."""
+
+    # -- semantics --------------------------------------------------------------------
+    def reference(self, g: Graph, op: Op, xs: list[np.ndarray]) -> list[np.ndarray]:
+        raise NotImplementedError(self.kind)
+
+    def macs(self, g: Graph, op: Op) -> int:
+        return 0
+
+    def scratch_bytes(self, g: Graph, op: Op) -> int:
+        return 0
+
+    # -- code generation ------------------------------------------------------------------
+    def c_context(self, g: Graph, op: Op, cg: Any) -> dict[str, Any]:
+        return {}
+
+    def describe(self, g: Graph, op: Op) -> str:
+        """One line for C comments and reports."""
+        ins = [g.t(i) for i in op.inputs if i and not g.t(i).is_const]
+        shapes = ", ".join(str(list(t.shape)) for t in ins)
+        outs = ", ".join(str(list(g.t(o).shape)) for o in op.outputs)
+        return f"{self.kind} {shapes} -> {outs}"
+
+    # -- helpers ----------------------------------------------------------------------
+    @staticmethod
+    def activation_inputs(g: Graph, op: Op) -> list[str]:
+        return [i for i in op.inputs if i and not g.t(i).is_const]
+
+
+ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6"}
+SUPPORTED_ACTIVATIONS = frozenset(ACTIVATIONS.values())
+
+
+def fused_activation(code: int) -> str:
+    """TFLite ActivationFunctionType -> name; TANH and SIGN_BIT stay numeric so check() can refuse them."""
+    return ACTIVATIONS.get(int(code), f"unsupported fused activation {int(code)}")
+
+
+def same_or_valid_pads(padding: str, in_hw: tuple[int, int], filt_hw: tuple[int, int],
+                       stride: tuple[int, int], dilation: tuple[int, int],
+                       out_hw: tuple[int, int]) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right) padding as TFLite computes it (ComputePaddingWithOffset)."""
+    if padding == "VALID":
+        return (0, 0, 0, 0)
+    pads = []
+    for i in range(2):
+        eff = (filt_hw[i] - 1) * dilation[i] + 1
+        total = max((out_hw[i] - 1) * stride[i] + eff - in_hw[i], 0)
+        pads.append((total // 2, total - total // 2))
+    return (pads[0][0], pads[1][0], pads[0][1], pads[1][1])
+
+
+def window_out_size(padding: str, size: int, filt: int, stride: int, dilation: int = 1) -> int:
+    eff = (filt - 1) * dilation + 1
+    if padding == "SAME":
+        return (size + stride - 1) // stride
+    return (size + stride - eff) // stride

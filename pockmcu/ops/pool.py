@@ -1,0 +1,121 @@
+"""AVERAGE_POOL_2D and MAX_POOL_2D, int8 (input and output share quantization).
+
+Semantics: TFLite Micro reference_integer_ops::AveragePool / MaxPool. Only
+in-bounds taps count; the average rounds half away from zero
+((sum +- count/2) / count, truncating division); both clamp to the fused
+activation range.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import fixedpoint as fp
+from ..ir import Graph, Op
+from .base import SUPPORTED_ACTIVATIONS, OpDef, fused_activation, register, same_or_valid_pads
+from .conv import PADDING
+
+
+def pool_taps(x: np.ndarray, fh: int, fw: int, stride, pads, out_hw):
+    """Yield (values, valid) per filter tap, each [N, OH, OW, C]; valid marks in-bounds taps."""
+    top, left, bottom, right = pads
+    n, h, w, c = x.shape
+    oh, ow = out_hw
+    xp = np.pad(x.astype(np.int64), ((0, 0), (top, bottom + stride[0]), (left, right + stride[1]), (0, 0)))
+    mask = np.pad(np.ones((1, h, w, 1), bool), ((0, 0), (top, bottom + stride[0]), (left, right + stride[1]), (0, 0)))
+    for i in range(fh):
+        for j in range(fw):
+            sl = (slice(None), slice(i, i + stride[0] * (oh - 1) + 1, stride[0]),
+                  slice(j, j + stride[1] * (ow - 1) + 1, stride[1]), slice(None))
+            yield xp[sl], mask[sl]
+
+
+class _Pool(OpDef):
+    tflite_options = "Pool2DOptions"
+
+    def parse_tflite(self, o, op: Op, tensors) -> None:
+        op.attrs.update(stride=(o.StrideH(), o.StrideW()), filter=(o.FilterHeight(), o.FilterWidth()),
+                        padding=PADDING[o.Padding()], activation=fused_activation(o.FusedActivationFunction()))
+
+    def check(self, g: Graph, op: Op) -> list[str]:
+        problems = super().check(g, op)
+        if op.attrs["activation"] not in SUPPORTED_ACTIVATIONS:
+            problems.append(op.attrs["activation"])
+        if not problems:
+            x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+            if x.quant.s != y.quant.s or x.quant.zp != y.quant.zp:
+                problems.append(f"input and output quantization differ ({x.quant.s}/{x.quant.zp} vs {y.quant.s}/{y.quant.zp})")
+        return problems
+
+    def prepare(self, g: Graph, op: Op) -> None:
+        a = op.attrs
+        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        if "pads" not in a:
+            a["pads"] = same_or_valid_pads(a["padding"], x.shape[1:3], a["filter"], a["stride"], (1, 1), y.shape[1:3])
+        a["act_min"], a["act_max"] = fp.activation_range(a["activation"], y.quant.s, y.quant.zp)
+
+    def describe(self, g: Graph, op: Op) -> str:
+        a = op.attrs
+        return (f"{self.kind} {a['filter'][0]}x{a['filter'][1]} stride {a['stride'][0]}x{a['stride'][1]} "
+                f"{a['padding']}: {list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
+
+    def c_context(self, g: Graph, op: Op, cg) -> dict:
+        a = op.attrs
+        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), stride=a["stride"], pads=a["pads"],
+                    filter=a["filter"], act_min=a["act_min"], act_max=a["act_max"])
+
+    c_decls = """\
+static const cmsis_nn_pool_params {{n}}_params = {
+    .stride = {.w = {{stride[1]}}, .h = {{stride[0]}}}, .padding = {.w = {{pads[1]}}, .h = {{pads[0]}}},
+    .activation = {.min = {{act_min}}, .max = {{act_max}}}};
+static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
+static const cmsis_nn_dims {{n}}_filter_dims = {{ '{' }}1, {{filter[0]}}, {{filter[1]}}, 1{{ '}' }};
+static const cmsis_nn_dims {{n}}_output_dims = {{ dims(y.shape) }};
+"""
+
+
+@register
+class AveragePool2D(_Pool):
+    kind = "AVERAGE_POOL_2D"
+    tflite_ops = ("AVERAGE_POOL_2D",)
+    kernel = "arm_avgpool_s8"
+    c_status = True
+
+    def reference(self, g: Graph, op: Op, xs):
+        a = op.attrs
+        y = g.t(op.outputs[0])
+        total = np.zeros((xs[0].shape[0],) + y.shape[1:], np.int64)
+        count = np.zeros((1,) + y.shape[1:3] + (1,), np.int64)
+        for vals, valid in pool_taps(xs[0], *a["filter"], a["stride"], a["pads"], y.shape[1:3]):
+            total += vals
+            count += valid
+        half = count // 2
+        avg = np.where(total > 0, (total + half) // count, -((-(total - half)) // count))  # C division truncates
+        return [np.clip(avg, a["act_min"], a["act_max"]).astype(np.int8)]
+
+    c_call = """\
+ctx.buf = {{scratch}};
+ctx.size = {{scratch_size}};
+status = arm_avgpool_s8(&ctx, &{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
+                        &{{n}}_output_dims, {{ptr(y)}});"""
+    c_buffer_query = "arm_avgpool_s8_get_buffer_size({{y.shape[2]}}, {{y.shape[3]}})"
+
+
+@register
+class MaxPool2D(_Pool):
+    kind = "MAX_POOL_2D"
+    tflite_ops = ("MAX_POOL_2D",)
+    kernel = "arm_max_pool_s8"
+    c_status = True
+
+    def reference(self, g: Graph, op: Op, xs):
+        a = op.attrs
+        y = g.t(op.outputs[0])
+        best = np.full((xs[0].shape[0],) + y.shape[1:], -129, np.int64)
+        for vals, valid in pool_taps(xs[0], *a["filter"], a["stride"], a["pads"], y.shape[1:3]):
+            best = np.where(valid, np.maximum(best, vals), best)
+        return [np.clip(best, a["act_min"], a["act_max"]).astype(np.int8)]
+
+    c_call = """\
+status = arm_max_pool_s8(&ctx, &{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
+                         &{{n}}_output_dims, {{ptr(y)}});"""

@@ -1,0 +1,56 @@
+"""MEAN of an int8 NHWC tensor over its spatial axes (1, 2), with or without keep_dims.
+
+Semantics: TFLite Micro's integer MEAN (reduce_common.cc): the sum over the
+axes, then a multiplier/shift that folds 1/count and s_in / s_out, exactly as
+TFLM computes them in Prepare; see pockmcu.fixedpoint.mean_params.
+"""
+
+from __future__ import annotations
+
+from .. import fixedpoint as fp
+from ..ir import Graph, Op
+from .base import OpDef, register
+
+
+@register
+class Mean(OpDef):
+    kind = "MEAN"
+    tflite_ops = ("MEAN",)
+    tflite_options = "ReducerOptions"
+    kernel = "pockmcu_mean_s8"
+    c_status = True
+
+    def parse_tflite(self, o, op: Op, tensors) -> None:
+        op.attrs["keep_dims"] = bool(o.KeepDims()) if o else False
+
+    def activation_inputs(self, g: Graph, op: Op) -> list[str]:
+        return [op.inputs[0]]
+
+    def check(self, g: Graph, op: Op) -> list[str]:
+        problems = super().check(g, op)
+        x = g.t(op.inputs[0])
+        axes_t = g.t(op.inputs[1])
+        if axes_t.data is None:
+            return problems + ["MEAN with non-constant axes"]
+        axes = sorted(int(a) % len(x.shape) for a in axes_t.data.reshape(-1))
+        if len(x.shape) != 4 or axes != [1, 2]:
+            problems.append(f"MEAN over axes {axes} of a rank-{len(x.shape)} tensor (only axes 1, 2 of NHWC)")
+        return problems
+
+    def prepare(self, g: Graph, op: Op) -> None:
+        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        op.attrs["q"] = fp.mean_params(x.quant.s, x.quant.zp, y.quant.s, y.quant.zp, x.shape[1] * x.shape[2])
+
+    def reference(self, g: Graph, op: Op, xs):
+        out = fp.mean_s8(xs[0], (1, 2), op.attrs["keep_dims"], op.attrs["q"])
+        return [out.reshape((xs[0].shape[0],) + g.t(op.outputs[0]).shape[1:])]
+
+    def c_context(self, g: Graph, op: Op, cg) -> dict:
+        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), q=op.attrs["q"])
+
+    c_decls = """\
+static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
+"""
+    c_call = """\
+status = pockmcu_mean_s8(&{{n}}_input_dims, {{ptr(x)}}, {{q.input_offset}}, {{q.output_offset}},
+                         {{q.multiplier}}, {{q.shift}}, {{ptr(y)}});"""

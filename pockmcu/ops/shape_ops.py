@@ -1,0 +1,218 @@
+"""Ops that only move or reinterpret bytes: RESHAPE (an alias), PAD, CONCATENATION,
+and the constant shape arithmetic that Keras exports leave (SHAPE, STRIDED_SLICE,
+PACK), which the frontend folds away.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Op
+from .base import OpDef, register
+
+
+@register
+class Reshape(OpDef):
+    """The output is the input's bytes with another shape: no code, one shared buffer."""
+
+    kind = "RESHAPE"
+    tflite_ops = ("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+    alias = True
+    io_dtypes = ("int8", "float32")
+
+    def check(self, g: Graph, op: Op) -> list[str]:
+        problems = super().check(g, op)
+        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        if x.size != y.size:
+            problems.append(f"reshape of {x.size} elements into {list(y.shape)}")
+        return problems
+
+    def activation_inputs(self, g: Graph, op: Op) -> list[str]:
+        return [op.inputs[0]]
+
+    def reference(self, g: Graph, op: Op, xs):
+        return [xs[0].reshape((xs[0].shape[0],) + g.t(op.outputs[0]).shape[1:])]
+
+
+@register
+class Pad(OpDef):
+    """PAD / PADV2 of an int8 tensor; the pad value is the output zero point (PAD) or the given constant (PADV2)."""
+
+    kind = "PAD"
+    tflite_ops = ("PAD", "PADV2")
+    kernel = "arm_pad_s8"
+    c_status = True
+
+    def check(self, g: Graph, op: Op) -> list[str]:
+        problems = super().check(g, op)
+        if len(op.inputs) < 2 or not g.t(op.inputs[1]).is_const:
+            problems.append("PAD with non-constant paddings")
+        if len(op.inputs) > 2 and op.inputs[2] and not g.t(op.inputs[2]).is_const:
+            problems.append("PADV2 with a non-constant pad value")
+        x = g.t(op.inputs[0])
+        if len(x.shape) > 4:
+            problems.append(f"PAD of a rank-{len(x.shape)} tensor (at most 4)")
+        return problems
+
+    def prepare(self, g: Graph, op: Op) -> None:
+        x = g.t(op.inputs[0])
+        pads = g.t(op.inputs[1]).data.astype(int).reshape(-1, 2).tolist()
+        rank = len(x.shape)
+        op.attrs["pads"] = [[0, 0]] * (4 - rank) + pads        # as 4-D NHWC
+        op.attrs["in4"] = (1,) * (4 - rank) + tuple(x.shape)
+        if len(op.inputs) > 2 and op.inputs[2]:
+            op.attrs["value"] = int(g.t(op.inputs[2]).data.reshape(-1)[0])
+        else:
+            op.attrs["value"] = g.t(op.outputs[0]).quant.zp
+
+    def reference(self, g: Graph, op: Op, xs):
+        x = xs[0]
+        pads = op.attrs["pads"][4 - x.ndim:]
+        pads = [(0, 0)] + [tuple(p) for p in pads[1:]]
+        return [np.pad(x, pads, constant_values=op.attrs["value"])]
+
+    def c_context(self, g: Graph, op: Op, cg) -> dict:
+        a = op.attrs
+        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), in4=a["in4"], pads=a["pads"], value=a["value"])
+
+    c_decls = """\
+static const cmsis_nn_dims {{n}}_input_dims = {{ dims(in4) }};
+static const cmsis_nn_dims {{n}}_pre_pad = {{ '{' }}{{pads[0][0]}}, {{pads[1][0]}}, {{pads[2][0]}}, {{pads[3][0]}}{{ '}' }};
+static const cmsis_nn_dims {{n}}_post_pad = {{ '{' }}{{pads[0][1]}}, {{pads[1][1]}}, {{pads[2][1]}}, {{pads[3][1]}}{{ '}' }};
+"""
+    c_call = """\
+status = arm_pad_s8({{ptr(x)}}, {{ptr(y)}}, {{value}}, &{{n}}_input_dims, &{{n}}_pre_pad, &{{n}}_post_pad);"""
+
+
+@register
+class Concatenation(OpDef):
+    """CONCATENATION of int8 tensors that share the output's quantization (TFLM requires it).
+
+    Emitted as one CMSIS-NN arm_concatenation_s8_{x,y,z,w} call per input: the
+    tensor is seen as [w][z][y][x] (x innermost), i.e. NHWC -> w=N, z=H, y=W, x=C.
+    """
+
+    kind = "CONCATENATION"
+    tflite_ops = ("CONCATENATION",)
+    tflite_options = "ConcatenationOptions"
+    kernel = "arm_concatenation_s8"
+    AXIS_KERNEL = {3: "x", 2: "y", 1: "z", 0: "w"}   # NHWC axis (of the 4-D view) -> CMSIS-NN axis name
+
+    def parse_tflite(self, o, op: Op, tensors) -> None:
+        rank = len(tensors[op.outputs[0]].shape)
+        axis = int(o.Axis())
+        op.attrs["axis"] = axis + rank if axis < 0 else axis
+        op.attrs["activation"] = int(o.FusedActivationFunction())
+
+    def check(self, g: Graph, op: Op) -> list[str]:
+        problems = super().check(g, op)
+        if op.attrs.get("activation", 0) != 0:
+            problems.append("CONCATENATION with a fused activation")
+        y = g.t(op.outputs[0])
+        if len(y.shape) > 4:
+            problems.append(f"CONCATENATION of rank-{len(y.shape)} tensors (at most 4)")
+        if max(y.shape, default=1) > 0xFFFF:
+            problems.append("CONCATENATION dimension larger than 65535")
+        for i in op.inputs:
+            t = g.t(i)
+            if t.is_const:
+                problems.append(f"CONCATENATION of constant '{i}'")
+            elif not problems and (t.quant.s != y.quant.s or t.quant.zp != y.quant.zp):
+                problems.append(f"CONCATENATION input '{i}' quantized differently from the output")
+        return problems
+
+    def prepare(self, g: Graph, op: Op) -> None:
+        rank = len(g.t(op.outputs[0]).shape)
+        op.attrs["axis4"] = op.attrs["axis"] + 4 - rank
+
+    def reference(self, g: Graph, op: Op, xs):
+        return [np.concatenate(xs, axis=op.attrs["axis"])]
+
+    def c_context(self, g: Graph, op: Op, cg) -> dict:
+        axis4 = op.attrs["axis4"]
+
+        def as4(shape):
+            return (1,) * (4 - len(shape)) + tuple(shape)
+
+        y4 = as4(g.t(op.outputs[0]).shape)
+        parts, offset = [], 0
+        for i in op.inputs:
+            s4 = as4(g.t(i).shape)
+            parts.append(dict(t=g.t(i), n=s4[0], h=s4[1], w=s4[2], c=s4[3], offset=offset))
+            offset += s4[axis4]
+        return dict(parts=parts, y=g.t(op.outputs[0]), fn=self.AXIS_KERNEL[axis4], out_dim=y4[axis4])
+
+    c_call = """\
+{% for p in parts %}
+{% if fn == 'w' %}
+arm_concatenation_s8_w({{ptr(p.t)}}, {{p.c}}, {{p.w}}, {{p.h}}, {{p.n}}, {{ptr(y)}}, {{p.offset}});
+{% else %}
+arm_concatenation_s8_{{fn}}({{ptr(p.t)}}, {{p.c}}, {{p.w}}, {{p.h}}, {{p.n}}, {{ptr(y)}}, {{out_dim}}, {{p.offset}});
+{% endif %}
+{% endfor %}"""
+
+
+class _Folded(OpDef):
+    """Shape arithmetic: only ever executed by the compiler (fold), never emitted."""
+
+    foldable = True
+    io_dtypes = ()
+
+    def check(self, g: Graph, op: Op) -> list[str]:
+        return [f"{self.kind} whose value is not known at compile time"]
+
+    def consts(self, g: Graph, op: Op):
+        ts = [g.t(i) for i in op.inputs if i]
+        return None if any(t.data is None for t in ts) else [t.data for t in ts]
+
+
+@register
+class Shape(_Folded):
+    kind = "SHAPE"
+    tflite_ops = ("SHAPE",)
+
+    def fold(self, g: Graph, op: Op):
+        return np.array(g.t(op.inputs[0]).shape, np.int32)
+
+
+@register
+class Pack(_Folded):
+    kind = "PACK"
+    tflite_ops = ("PACK",)
+    tflite_options = "PackOptions"
+
+    def parse_tflite(self, o, op: Op, tensors) -> None:
+        op.attrs["axis"] = int(o.Axis()) if o else 0
+
+    def fold(self, g: Graph, op: Op):
+        vals = self.consts(g, op)
+        return None if vals is None else np.stack(vals, axis=op.attrs["axis"])
+
+
+@register
+class StridedSlice(_Folded):
+    kind = "STRIDED_SLICE"
+    tflite_ops = ("STRIDED_SLICE",)
+    tflite_options = "StridedSliceOptions"
+
+    def parse_tflite(self, o, op: Op, tensors) -> None:
+        op.attrs.update(begin_mask=o.BeginMask(), end_mask=o.EndMask(), shrink_axis_mask=o.ShrinkAxisMask(),
+                        ellipsis_mask=o.EllipsisMask(), new_axis_mask=o.NewAxisMask())
+
+    def fold(self, g: Graph, op: Op):
+        vals = self.consts(g, op)
+        a = op.attrs
+        if vals is None or a["ellipsis_mask"] or a["new_axis_mask"]:
+            return None
+        x, begin, end, strides = vals
+        index, squeeze = [], []
+        for d in range(len(begin)):
+            b = None if a["begin_mask"] >> d & 1 else int(begin[d])
+            e = None if a["end_mask"] >> d & 1 else int(end[d])
+            if a["shrink_axis_mask"] >> d & 1:
+                index.append(slice(b, (b + 1) or None, 1))
+                squeeze.append(d)
+            else:
+                index.append(slice(b, e, int(strides[d])))
+        out = x[tuple(index)]
+        return out.reshape([s for i, s in enumerate(out.shape) if i not in squeeze])

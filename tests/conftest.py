@@ -1,0 +1,92 @@
+"""Shared test helpers: where the models are, a per-session cache of generated projects,
+and the TFLite Micro oracle."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("POCKMCU_SHARED_MODELS", ROOT.parent / "shared" / "models"))
+FIXTURES = ROOT / "tests" / "fixtures" / "models"
+
+# Models in ../shared/models that pockmcu must refuse, and why.
+UNSUPPORTED_SHARED = {"tflm_mnist_lstm.tflite": "UNIDIRECTIONAL_SEQUENCE_LSTM",
+                      "tflm_dtln_noise_suppression.tflite": "UNIDIRECTIONAL_SEQUENCE_LSTM"}
+
+
+def shared_models() -> list[Path]:
+    models = sorted(p for p in SHARED.glob("*.tflite") if p.name not in UNSUPPORTED_SHARED)
+    assert models, f"no models in {SHARED}: the test suite needs ../shared/models beside the checkout"
+    return models
+
+
+def fixture_models() -> list[Path]:
+    return sorted(p for p in FIXTURES.glob("*.tflite") if not p.name.startswith("bad_"))
+
+
+def all_models() -> list[Path]:
+    return shared_models() + fixture_models()
+
+
+def model_id(p: Path) -> str:
+    return p.stem
+
+
+def random_inputs(spec_shape, dtype, n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    shape = (n,) + tuple(spec_shape[1:])
+    if np.dtype(dtype) == np.float32:
+        return (rng.standard_normal(shape) * 2).astype(np.float32)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max + 1, shape).astype(dtype)
+
+
+def tflm_run(model: Path, *xs: np.ndarray) -> np.ndarray:
+    """Run every sample (one array [N, ...] per model input) through the TFLite Micro Python
+    interpreter, the bit-exactness oracle."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    it = runtime.Interpreter.from_file(str(model))
+    outs = []
+    for i in range(len(xs[0])):
+        for k, x in enumerate(xs):
+            it.set_input(x[i].reshape(it.get_input_details(k)["shape"]), k)
+        it.invoke()
+        outs.append(np.array(it.get_output(0)))
+        it.reset()
+    return np.stack(outs).reshape((len(xs[0]),) + outs[0].shape[1:])
+
+
+class Generated:
+    """pockmcu gen output for one model, made once per session."""
+
+    def __init__(self, model: Path, out: Path):
+        from pockmcu.codegen import write_project
+        from pockmcu.compiler import compile_model, parse_size
+
+        self.model = model
+        self.compiled = compile_model(model, ram=parse_size("1MB"))
+        self.out = write_project(self.compiled, out)
+        g = self.compiled.graph
+        self.input_specs = [g.t(name) for name in g.inputs]
+
+    def inputs(self, n: int, seed: int = 0) -> list[np.ndarray]:
+        """One array [n, *shape[1:]] per model input."""
+        return [random_inputs(t.shape, t.dtype, n, seed + k) for k, t in enumerate(self.input_specs)]
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory):
+    cache: dict[str, Generated] = {}
+    base = tmp_path_factory.mktemp("gen")
+
+    def get(model: Path) -> Generated:
+        if model.name not in cache:
+            cache[model.name] = Generated(model, base / model.stem)
+        return cache[model.name]
+
+    return get
