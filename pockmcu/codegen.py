@@ -86,8 +86,11 @@ class CodeGen:
         return self.name(t)
 
     @staticmethod
-    def int_list(values) -> str:
-        return ", ".join(str(int(v)) for v in np.asarray(values).reshape(-1))
+    def int_list(values, per_line: int = 8) -> str:
+        """Comma-separated integers, wrapped every ``per_line`` values for readable C."""
+        items = [str(int(v)) for v in np.asarray(values).reshape(-1)]
+        rows = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        return rows[0] if len(rows) == 1 else "\n    " + ",\n    ".join(rows) + "\n"
 
     @staticmethod
     def float_lit(x: float) -> str:

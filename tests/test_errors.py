@@ -66,10 +66,11 @@ def test_lstm_message_names_every_unsupported_op(tmp_path):
 
 
 @pytest.mark.parametrize("ram,needle", [("1KB", "raise --ram to at least"), ("lots", "not a size"),
-                                        ("-5KB", "not a size"), ("0", "positive")])
+                                        ("=-5KB", "not a size"), ("0", "positive")])
 def test_gen_refuses_bad_budget(ram, needle, tmp_path):
     out = tmp_path / "out"
-    r = pockmcu("gen", KWS, "--ram", ram, "-o", out)
+    args = ["--ram" + ram] if ram.startswith("=") else ["--ram", ram]
+    r = pockmcu("gen", KWS, *args, "-o", out)
     assert_clean_error(r, needle)
     assert not out.exists()
 
