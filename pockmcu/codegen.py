@@ -32,6 +32,12 @@ def c_ident(text: str) -> str:
     return ("t_" + s) if s[0].isdigit() else s
 
 
+def short_name(name: str, limit: int = 64) -> str:
+    """A tensor name fit for a C comment: TFLite joins fused names with ';', keep the first."""
+    first = name.split(";")[0].replace("*/", "* /")
+    return first if len(first) <= limit else first[:limit - 3] + "..."
+
+
 def float_lit(x: float) -> str:
     """A C float literal that reads back as exactly the same float32."""
     return f"{float(np.float32(x))!r}f".replace("inf", "INFINITY")
@@ -47,6 +53,7 @@ class CodeGen:
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())),
                                       undefined=jinja2.StrictUndefined, trim_blocks=True,
                                       lstrip_blocks=True, keep_trailing_newline=True)
+        self.env.filters["short"] = short_name
         self.tensor_names = self._name_tensors()
 
     # -- naming ---------------------------------------------------------------------------
@@ -182,12 +189,13 @@ class CodeGen:
         return self.env.get_template(template).render(**ctx)
 
 
-def _value_lines(data: np.ndarray, dtype: str, per_line: int = 16) -> list[str]:
+def _value_lines(data: np.ndarray, dtype: str, line_chars: int = 110) -> list[str]:
     if dtype == "float32":
         items = [float_lit(v) for v in data]
     else:
         items = [str(int(v)) for v in data]
     width = max((len(s) for s in items), default=1)
+    per_line = max(1, min(16, line_chars // (width + 2)))
     return [", ".join(s.rjust(width) for s in items[i:i + per_line]) for i in range(0, len(items), per_line)]
 
 
