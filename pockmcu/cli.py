@@ -60,25 +60,36 @@ def check_out_dir(out: str) -> None:
 
 def cmd_gen(args) -> int:
     from .codegen import write_project
-    from .compiler import compile_model, parse_size
+    from .compiler import TrainOptions, compile_model, parse_size
     from .targets import get_target
 
     ram = parse_size(args.ram, "--ram")
     flash = parse_size(args.flash, "--flash") if args.flash else None
     stack = parse_size(args.stack, "--stack")
     target = get_target(args.target).name
+    if not args.train and (args.update or args.loss or args.no_reorder):
+        raise PockError("--update, --loss and --no-reorder go with --train")
     check_out_dir(args.output)
-    compiled = compile_model(args.model, ram=ram, flash=flash, stack=stack, target=target)
+    train = TrainOptions(spec=args.update, loss=args.loss or "xent", reorder=not args.no_reorder) if args.train else None
+    compiled = compile_model(args.model, ram=ram, flash=flash, stack=stack, target=target, train=train)
     out = write_project(compiled, args.output)
     p = compiled.plan
     print(f"wrote {out}: {len(compiled.graph.ops)} ops, arena {p.arena_bytes} B (lower bound "
           f"{p.lower_bound_bytes} B), RAM {compiled.ram_needed} of {ram} B, weights {compiled.weights_bytes} B")
+    if compiled.train:
+        tg = compiled.train
+        print(f"training: {tg.spec.describe()}; persistent RAM {compiled.persistent_ram_bytes} B; "
+              f"{len(tg.schedule)} steps per train_step ({'reordered' if tg.reorder else 'updates at the end'})")
     return 0
 
 
 def cmd_sim(args) -> int:
     from .sim import load
 
+    if args.train:
+        return train_session(args, target=None)
+    if not args.input or not args.output:
+        raise PockError("sim needs --input IN.npy -o RESULT.npy (or --train DATA.npz)")
     x = load_npy(args.input)
     model = load(args.out)
     y = model.invoke(x)
@@ -87,9 +98,42 @@ def cmd_sim(args) -> int:
     return 0
 
 
+def train_session(args, target: str | None) -> int:
+    """sim/run --train: train on DATA.npz for E epochs, print loss/accuracy, save the parameters."""
+    from .train import HostTrainer, load_data, train_on_target, training_plan, write_params
+
+    plan = training_plan(args.out)
+    if args.epochs < 1:
+        raise PockError(f"--epochs {args.epochs}: must be at least 1")
+    data = load_data(args.train, plan)
+    eval_data = load_data(args.eval, plan, "--eval") if getattr(args, "eval", None) else None
+    if target is None:
+        trainer = HostTrainer(args.out)
+        trainer.train(data, args.epochs, args.seed, eval_data)
+        raw = trainer.params()
+    else:
+        _, raw, _ = train_on_target(args.out, target, data, args.epochs, args.seed)
+    if args.save_params:
+        write_params(args.save_params, plan, raw)
+        print(f"saved {len(raw)} bytes of trained parameters to {args.save_params}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from .export import export_tflite
+
+    n = export_tflite(args.out, args.params, args.output)
+    print(f"wrote {args.output}: the original model with {n} trained tensors")
+    return 0
+
+
 def cmd_run(args) -> int:
     from .runner import run_on_target
 
+    if args.train:
+        return train_session(args, target=args.target)
+    if not args.input or not args.output:
+        raise PockError("run needs --input IN.npy -o RESULT.npy (or --train DATA.npz)")
     x = load_npy(args.input)
     y = run_on_target(args.out, args.target, x)
     save_npy(args.output, y)
@@ -112,6 +156,13 @@ def cmd_inspect(args) -> int:
     return 0
 
 
+def add_train_args(p) -> None:
+    p.add_argument("--train", metavar="DATA.npz", help="train on x (inputs) and y (labels or targets)")
+    p.add_argument("--epochs", type=int, default=1, help="passes over DATA (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="sample order and stochastic rounding seed (default 0)")
+    p.add_argument("--save-params", metavar="P.bin", help="write the trained parameters here")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="pockmcu", description="Compile int8 TFLite/ONNX models to C for Cortex-M: inference "
                 "(and on-device training), simulated on the host, run in QEMU.")
@@ -128,22 +179,39 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default build target of the generated Makefile: qemu-m3/m4/m7/m33/m55, cortex-m4 "
                         "(= qemu-m4), or a board (default qemu-m4)")
     g.add_argument("-o", "--output", required=True, metavar="OUT", help="output directory")
+    g.add_argument("--train", action="store_true", help="also emit pockmcu_train_step (on-device training)")
+    g.add_argument("--update", metavar="SPEC", help="sparse-update spec: a JSON file or the JSON text, e.g. "
+                   "'{\"bias\": {\"last\": 4}, \"weights\": [{\"layer\": -1, \"ratio\": 1}]}' "
+                   "(default: every bias and the last layer's weights, SGD lr 0.1)")
+    g.add_argument("--loss", choices=["xent", "mse"], help="xent (softmax cross-entropy, default) or mse")
+    g.add_argument("--no-reorder", action="store_true",
+                   help="run every update after the whole backward pass (exact SGD order, more RAM)")
     g.set_defaults(func=cmd_gen)
 
     s = sub.add_parser("sim", help="run generated C on the host (cffi)",
                        description="Build OUT for the host and run every sample of IN.npy through it.")
     s.add_argument("out", metavar="OUT", help="directory written by 'pockmcu gen'")
-    s.add_argument("--input", required=True, metavar="IN.npy", help="[N, *input_shape[1:]] in the model's input dtype")
-    s.add_argument("-o", "--output", required=True, metavar="RESULT.npy")
+    s.add_argument("--input", metavar="IN.npy", help="[N, *input_shape[1:]] in the model's input dtype")
+    s.add_argument("-o", "--output", metavar="RESULT.npy")
+    add_train_args(s)
+    s.add_argument("--eval", metavar="TEST.npz", help="evaluate accuracy on this data after every epoch")
     s.set_defaults(func=cmd_sim)
 
     r = sub.add_parser("run", help="build firmware and run it in QEMU",
                        description="Build OUT for a Cortex-M target and run every sample of IN.npy in QEMU.")
     r.add_argument("out", metavar="OUT")
     r.add_argument("--target", default="qemu-m4", help="qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55")
-    r.add_argument("--input", required=True, metavar="IN.npy")
-    r.add_argument("-o", "--output", required=True, metavar="RESULT.npy")
+    r.add_argument("--input", metavar="IN.npy")
+    r.add_argument("-o", "--output", metavar="RESULT.npy")
+    add_train_args(r)
     r.set_defaults(func=cmd_run)
+
+    e = sub.add_parser("export", help="write the model with trained parameters as .tflite",
+                       description="Write the original model with the parameters of P.bin (from --save-params).")
+    e.add_argument("out", metavar="OUT", help="directory written by 'pockmcu gen --train'")
+    e.add_argument("--params", required=True, metavar="P.bin")
+    e.add_argument("-o", "--output", required=True, metavar="trained.tflite")
+    e.set_defaults(func=cmd_export)
 
     b = sub.add_parser("bench", help="exact instruction counts per op in QEMU",
                        description="Compile MODEL, run one inference in QEMU with -icount and report exact "

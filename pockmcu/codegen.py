@@ -54,6 +54,9 @@ class CodeGen:
                                       undefined=jinja2.StrictUndefined, trim_blocks=True,
                                       lstrip_blocks=True, keep_trailing_newline=True)
         self.env.filters["short"] = short_name
+        self.env.filters["sum_shape"] = lambda shape: int(np.prod(shape))
+        self.train = c.train
+        self.trainable = list(c.train.trainable_tensors) if c.train else []
         self.tensor_names = self._name_tensors()
 
     # -- naming ---------------------------------------------------------------------------
@@ -80,6 +83,10 @@ class CodeGen:
             for k, t in enumerate(op.outputs):
                 if t not in names:
                     claim(t, f"{op.name}_out" + (str(k) if k else ""))
+        for op in (self.train.schedule if self.train else []):
+            for t in op.inputs + op.outputs:
+                if t and t not in names:
+                    claim(t, t.split(";")[0].replace("/", "_")[-48:])
         return names
 
     def name(self, t: str) -> str:
@@ -90,7 +97,24 @@ class CodeGen:
         return self.name(t if isinstance(t, str) else t.name)
 
     def const(self, t: str) -> str:
-        return self.name(t)
+        """The C array of a constant tensor: its RAM copy when it trains, else the flash array."""
+        return self.param(t) if t in self.trainable else self.name(t)
+
+    def param(self, t: str) -> str:
+        return f"{self.name(t)}_ram"
+
+    def optimizer_args(self, t: str) -> dict:
+        spec = self.train.spec
+        k = self.trainable.index(t)
+        return dict(accum=f"{self.name(t)}_accum" if spec.batch > 1 else "NULL",
+                    velocity=f"{self.name(t)}_velocity" if spec.momentum > 0 else "NULL",
+                    rng=f"&rng_state[{k}]")
+
+    @staticmethod
+    def float_list(values, per_line: int = 6) -> str:
+        items = [float_lit(v) for v in np.asarray(values, np.float32).reshape(-1)]
+        rows = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        return rows[0] if len(rows) == 1 else "\n    " + ",\n    ".join(rows) + "\n"
 
     @staticmethod
     def int_list(values, per_line: int = 8) -> str:
@@ -110,24 +134,52 @@ class CodeGen:
         return "{" + ", ".join(str(d) for d in s) + "}"
 
     # -- rendering ----------------------------------------------------------------------------
-    def layers(self) -> list[dict]:
+    def layers(self, ops=None) -> list[dict]:
         out = []
-        for step, op in enumerate(self.g.ops):
+        for step, op in enumerate(self.g.ops if ops is None else ops):
             d = opdef(op.kind)
             if d.alias:
-                out.append(dict(step=step, op=op, describe=d.describe(self.g, op), decls="", call="", query="",
+                out.append(dict(step=step, op=op, describe=self.describe(op), decls="", call="", query="",
                                 alias=True, kernel=""))
                 continue
             scratch = self.plan.scratch.get(op.name)
-            ctx = dict(d.c_context(self.g, op, self), n=op.name, ptr=self.ptr, dims=self.dims,
+            ctx = dict(d.c_context(self.g, op, self), n=c_ident(op.name), ptr=self.ptr, dims=self.dims,
                        scratch=f"(pockmcu_arena + {self.plan.buffer(scratch).offset})" if scratch else "NULL",
                        scratch_size=self.plan.buffer(scratch).size if scratch else 0)
             render = lambda src: self.env.from_string(src).render(**ctx).strip("\n")  # noqa: E731
-            out.append(dict(step=step, op=op, describe=d.describe(self.g, op), decls=render(d.c_decls),
+            out.append(dict(step=step, op=op, describe=self.describe(op), decls=render(d.c_decls),
                             call=render(d.c_call), alias=False, kernel=d.kernel,
                             query=render(getattr(d, "c_buffer_query", "")),
                             returns_status=d.c_status))
         return out
+
+    def describe(self, op) -> str:
+        if op.location == "training graph":
+            layer = op.attrs.get("layer")
+            what = op.kind.replace("_", " ").lower()
+            return f"{what}" + (f" of {layer.name}" if layer is not None else "")
+        return opdef(op.kind).describe(self.g, op)
+
+    def training(self) -> dict | None:
+        """Everything the training part of model.c needs."""
+        if not self.train:
+            return None
+        tg, g = self.train, self.g
+        params = []
+        for k, t in enumerate(self.trainable):
+            tensor = g.t(t)
+            params.append(dict(name=t, c=self.name(t), ram=self.param(t), ctype=C_TYPES[tensor.dtype],
+                               count=tensor.size, bytes=tensor.nbytes, state=tg.state_elements(t), index=k))
+        sched = self.layers(tg.schedule)
+        out = g.t(g.outputs[0])
+        from .ops.training_ops import nll_table  # noqa: PLC0415
+
+        return dict(params=params, schedule=sched, spec=tg.spec, loss=tg.loss,
+                    first_backward=tg.n_forward,
+                    classes=out.shape[-1], out=out, out_ctype=C_TYPES[out.dtype],
+                    label_count=int(np.prod(tg.label_shape)),
+                    nll=self.float_list(nll_table()) if tg.loss == "xent" else "",
+                    params_bytes=sum(p["bytes"] for p in params))
 
     def arena_map(self) -> list[dict]:
         rows = []
@@ -164,6 +216,7 @@ class CodeGen:
 
     def plan_json(self) -> dict:
         c, g, p = self.c, self.g, self.plan
+        schedule = self.train.schedule if self.train else g.ops
         tensors = []
         for b in sorted(p.buffers, key=lambda b: (b.offset, b.first)):
             names = b.tensors or [b.name]
@@ -171,6 +224,7 @@ class CodeGen:
                                 first=b.first, last=b.last))
         return dict(
             generator=f"pockmcu {__version__}", model=Path(g.source).name, format=g.format, target=c.target,
+            model_file="original" + Path(g.source).suffix.lower(),
             arena_bytes=p.arena_bytes, lower_bound_bytes=p.lower_bound_bytes,
             greedy_by_size_bytes=p.greedy_bytes, planner=p.strategy,
             persistent_ram_bytes=c.persistent_ram_bytes, stack_bytes=c.stack_bytes,
@@ -179,9 +233,25 @@ class CodeGen:
             macs=sum(opdef(op.kind).macs(g, op) for op in g.ops),
             inputs=self.io(g.inputs), outputs=self.io(g.outputs),
             steps=[dict(step=i, name=op.name, kind=op.kind, kernel=opdef(op.kind).kernel,
-                        macs=opdef(op.kind).macs(g, op), describe=opdef(op.kind).describe(g, op))
-                   for i, op in enumerate(g.ops)],
-            tensors=tensors)
+                        macs=opdef(op.kind).macs(g, op), describe=self.describe(op),
+                        phase="forward" if not self.train or i < self.train.n_forward else "backward")
+                   for i, op in enumerate(schedule)],
+            tensors=tensors,
+            training=self.training_json())
+
+    def training_json(self) -> dict | None:
+        if not self.train:
+            return None
+        tg = self.train
+        return dict(loss=tg.loss, reorder=tg.reorder,
+                    optimizer=dict(kind=tg.spec.kind, lr=tg.spec.lr, momentum=tg.spec.momentum),
+                    batch=tg.spec.batch, qas=tg.spec.qas, rounding="stochastic (xorshift32 per tensor)",
+                    spec=tg.spec.source, trainable=[dict(tensor=t, c=self.param(t), bytes=self.g.t(t).nbytes,
+                                                         trainable_elements=tg.state_elements(t))
+                                                    for t in self.trainable],
+                    layers=[dict(index=u.index, op=u.op.name, bias=u.bias, channels=u.channels,
+                                 of_channels=u.total_channels) for u in tg.spec.layers],
+                    label_shape=list(tg.label_shape))
 
     def render(self, template: str, **extra) -> str:
         ctx = dict(c=self.c, g=self.g, plan=self.plan, cg=self, version=__version__,
@@ -207,7 +277,8 @@ def write_project(c: Compiled, out: str | Path) -> Path:
     layers = cg.layers()
     files = {
         "model.h": cg.render("model.h.j2", plan_json=plan),
-        "model.c": cg.render("model.c.j2", layers=layers, arena=cg.arena_map(), plan_json=plan),
+        "model.c": cg.render("model.c.j2", layers=layers, arena=cg.arena_map(), plan_json=plan,
+                             training=cg.training()),
         "weights.h": cg.render("weights.h.j2", constants=cg.constants()),
         "weights.c": cg.render("weights.c.j2", constants=cg.constants()),
         "Makefile": cg.render("Makefile.j2", model_sources=["model.c", "weights.c"], ram_bytes=c.ram_budget,
@@ -224,6 +295,7 @@ def write_project(c: Compiled, out: str | Path) -> Path:
     try:
         for name, text in files.items():
             (tmp / name).write_text(text)
+        shutil.copyfile(c.graph.source, tmp / plan["model_file"])  # export writes trained params into a copy
         shutil.copytree(kernels_dir(), tmp / "kernels", ignore=shutil.ignore_patterns("__pycache__", "*.o"))
         shutil.copytree(firmware_dir(), tmp / "firmware", ignore=shutil.ignore_patterns("__pycache__", "*.o"))
         if out.exists():

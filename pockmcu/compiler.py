@@ -45,7 +45,7 @@ def unsupported(g: Graph) -> list[str]:
             problems.append(f"{op.kind} '{op.name}' ({op.location.split(' (')[0]}): {p}")
     for name in g.inputs + g.outputs:
         t = g.t(name)
-        if t.dtype not in ("int8", "float32"):
+        if t.dtype not in ("int8", "float32") and not (t.dtype == "uint8" and g.format == "onnx"):
             problems.append(f"model {'input' if name in g.inputs else 'output'} '{name}' is {t.dtype} (int8 or float32 only)")
     return problems
 
@@ -66,6 +66,13 @@ def supported_ops() -> list[str]:
 
 
 @dataclass
+class TrainOptions:
+    spec: str | None = None        # JSON text or path; None = the documented default
+    loss: str = "xent"
+    reorder: bool = True
+
+
+@dataclass
 class Compiled:
     graph: Graph
     plan: Plan
@@ -73,10 +80,11 @@ class Compiled:
     flash_budget: int | None
     stack_bytes: int
     target: str
+    train: object = None           # training.builder.TrainGraph when --train
 
     @property
     def persistent_ram_bytes(self) -> int:
-        return 0
+        return self.train.persistent_bytes() if self.train else 0
 
     @property
     def ram_needed(self) -> int:
@@ -96,15 +104,24 @@ def load_and_check(path) -> Graph:
 
 
 def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT_STACK_BYTES,
-                  target: str = "qemu-m4") -> Compiled:
+                  target: str = "qemu-m4", train: TrainOptions | None = None) -> Compiled:
     g = load_and_check(path)
-    plan = plan_memory(g)
-    c = Compiled(graph=g, plan=plan, ram_budget=ram, flash_budget=flash, stack_bytes=stack, target=target)
+    tg = None
+    if train is not None:
+        from .training.builder import build_training, check_trainable  # noqa: PLC0415
+        from .training.spec import read_spec, resolve_spec  # noqa: PLC0415
+
+        check_trainable(g, train.loss)
+        spec = resolve_spec(read_spec(train.spec), g)
+        tg = build_training(g, spec, train.loss, reorder=train.reorder)
+    plan = plan_memory(g, tg.schedule if tg else None)
+    c = Compiled(graph=g, plan=plan, ram_budget=ram, flash_budget=flash, stack_bytes=stack, target=target, train=tg)
     if c.ram_needed > ram:
+        persistent = f" + trainable parameters and optimizer state {c.persistent_ram_bytes}" if tg else ""
         raise PockError(
-            f"{Path(path).name} needs {c.ram_needed} bytes of RAM (arena {plan.arena_bytes} + stack {stack} + "
-            f"runtime {RUNTIME_RAM_BYTES}) but --ram is {ram}; raise --ram to at least {c.ram_needed} bytes "
-            f"({-(-c.ram_needed // 1024)}KB)")
+            f"{Path(path).name} needs {c.ram_needed} bytes of RAM (arena {plan.arena_bytes}{persistent} + stack "
+            f"{stack} + runtime {RUNTIME_RAM_BYTES}) but --ram is {ram}; raise --ram to at least {c.ram_needed} bytes "
+            f"({-(-c.ram_needed // 1024)}KB){' or train fewer parameters (--update)' if tg else ''}")
     if flash is not None and c.weights_bytes > flash:
         raise PockError(f"{Path(path).name} has {c.weights_bytes} bytes of weights but --flash is {flash}; "
                         f"raise --flash above {c.weights_bytes} plus code size")

@@ -83,6 +83,8 @@ class Graph:
     outputs: list[str]
     source: str = ""
     format: str = ""                 # "tflite" or "onnx"
+    #: run-time state of the numpy reference when it trains (optimizer, RNG streams, label)
+    state: dict = field(default_factory=dict)
 
     def t(self, name: str) -> Tensor:
         return self.tensors[name]

@@ -63,8 +63,9 @@ class Plan:
         return live
 
 
-def lifetimes(g: Graph) -> tuple[list[Buffer], dict[str, str], dict[str, str]]:
-    """Buffers with lifetimes for the graph's op order."""
+def lifetimes(g: Graph, ops: list | None = None) -> tuple[list[Buffer], dict[str, str], dict[str, str]]:
+    """Buffers with lifetimes for an op schedule (default: the graph's op order)."""
+    ops = g.ops if ops is None else ops
     parent: dict[str, str] = {}
 
     def root(t: str) -> str:
@@ -72,11 +73,12 @@ def lifetimes(g: Graph) -> tuple[list[Buffer], dict[str, str], dict[str, str]]:
             t = parent[t]
         return t
 
-    for op in g.ops:
-        if opdef(op.kind).alias:
+    for op in ops:
+        d = opdef(op.kind)
+        if d.alias or d.inplace:
             parent[root(op.outputs[0])] = root(op.inputs[0])
 
-    last_step = max(len(g.ops) - 1, 0)
+    last_step = max(len(ops) - 1, 0)
     span: dict[str, list[int]] = {}
     sizes: dict[str, int] = {}
     members: dict[str, list[str]] = {}
@@ -91,7 +93,7 @@ def lifetimes(g: Graph) -> tuple[list[Buffer], dict[str, str], dict[str, str]]:
 
     for t in g.inputs:
         touch(t, 0)
-    for step, op in enumerate(g.ops):
+    for step, op in enumerate(ops):
         for t in op.inputs + op.outputs:
             if t and not g.t(t).is_const:
                 touch(t, step)
@@ -102,7 +104,7 @@ def lifetimes(g: Graph) -> tuple[list[Buffer], dict[str, str], dict[str, str]]:
                for r, s in span.items()]
     tensor_buffer = {t: r for r, ts in members.items() for t in ts}
     scratch: dict[str, str] = {}
-    for step, op in enumerate(g.ops):
+    for step, op in enumerate(ops):
         n = opdef(op.kind).scratch_bytes(g, op)
         if n > 0:
             name = f"{op.name}/scratch"
@@ -147,8 +149,9 @@ ORDERINGS = {
 }
 
 
-def plan_memory(g: Graph) -> Plan:
-    buffers, tensor_buffer, scratch = lifetimes(g)
+def plan_memory(g: Graph, schedule: list | None = None) -> Plan:
+    ops = g.ops if schedule is None else schedule
+    buffers, tensor_buffer, scratch = lifetimes(g, ops)
     results = {}
     for name, key in ORDERINGS.items():
         order = sorted(range(len(buffers)), key=lambda i: key(buffers[i]))
@@ -158,8 +161,8 @@ def plan_memory(g: Graph) -> Plan:
     for b, off in zip(buffers, offsets):
         b.offset = off
     return Plan(buffers=buffers, tensor_buffer=tensor_buffer, scratch=scratch,
-                steps=[op.name for op in g.ops], arena_bytes=arena,
-                lower_bound_bytes=lower_bound(buffers, len(g.ops)),
+                steps=[op.name for op in ops], arena_bytes=arena,
+                lower_bound_bytes=lower_bound(buffers, len(ops)),
                 greedy_bytes=results["greedy-by-size"][1], strategy=best)
 
 

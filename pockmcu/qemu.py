@@ -106,19 +106,7 @@ def run(elf: str | Path, target: str, input_bytes: bytes, sample_in: int, sample
     with tempfile.TemporaryDirectory(prefix="pockmcu-qemu-") as tmp:
         work = Path(tmp)
         (work / "input.bin").write_bytes(input_bytes)
-        try:
-            p = subprocess.run(cmd, cwd=work, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise PockError(f"QEMU ({t.qemu_machine}) did not finish {n} samples within {timeout:g} s and was "
-                            f"killed: the firmware hung, or the run needs a longer timeout") from None
-        console = (p.stdout + p.stderr).decode(errors="replace")
-        if p.returncode != 0:
-            if "qemu-system-arm:" in console:
-                raise PockError(f"QEMU failed: {_first_line(console, 'qemu-system-arm:')}")
-            what = EXIT_MEANING.get(p.returncode, "unknown failure")
-            detail = _first_line(console, "pockmcu:")
-            raise PockError(f"firmware on {t.name} exited with status {p.returncode}: {what}"
-                            + (f" ({detail})" if detail else ""))
+        console = _run_in(cmd, work, t, timeout, f"{n} samples")
         out_path = work / "output.bin"
         outputs = out_path.read_bytes() if out_path.exists() else b""
         if len(outputs) != n * sample_out:
@@ -140,6 +128,39 @@ def run(elf: str | Path, target: str, input_bytes: bytes, sample_in: int, sample
             if len(counts) != n:
                 raise PockError(f"profile.bin has {len(counts)} samples, expected {n}")
     return RunResult(outputs, counts, n if samples is None else samples, stack_used, stack_size, overhead, console)
+
+
+def _run_in(cmd: list[str], work: Path, t, timeout: float, what: str) -> str:
+    """Run QEMU in ``work``; a non-zero exit becomes one clear PockError. Returns the console text."""
+    try:
+        p = subprocess.run(cmd, cwd=work, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise PockError(f"QEMU ({t.qemu_machine}) did not finish {what} within {timeout:g} s and was "
+                        f"killed: the firmware hung, or the run needs a longer timeout") from None
+    console = (p.stdout + p.stderr).decode(errors="replace")
+    if p.returncode != 0:
+        if "qemu-system-arm:" in console:
+            raise PockError(f"QEMU failed: {_first_line(console, 'qemu-system-arm:')}")
+        meaning = EXIT_MEANING.get(p.returncode, "unknown failure")
+        detail = _first_line(console, "pockmcu:")
+        raise PockError(f"firmware on {t.name} exited with status {p.returncode}: {meaning}"
+                        + (f" ({detail})" if detail else ""))
+    return console
+
+
+def run_app(elf: str | Path, target: str, files_in: dict[str, bytes], files_out: list[str],
+            profile: bool = False, timeout: float = 120) -> dict[str, bytes]:
+    """Run any semihosting app: write ``files_in`` into QEMU's working directory, return ``files_out``."""
+    t = get_target(target)
+    with tempfile.TemporaryDirectory(prefix="pockmcu-qemu-") as tmp:
+        work = Path(tmp)
+        for name, data in files_in.items():
+            (work / name).write_bytes(data)
+        _run_in(qemu_command(elf, t.name, profile), work, t, timeout, "its run")
+        missing = [f for f in files_out if not (work / f).exists()]
+        if missing:
+            raise PockError(f"firmware on {t.name} wrote no {', '.join(missing)}")
+        return {f: (work / f).read_bytes() for f in files_out}
 
 
 def run_samples(elf: str | Path, target: str, input_bytes: bytes, sample_in: int, sample_out: int,

@@ -43,6 +43,8 @@ class OpDef:
     tflite_ops: ClassVar[tuple[str, ...]] = ()
     #: the output is the input's bytes seen with another shape (no code, shared buffer)
     alias: ClassVar[bool] = False
+    #: the output overwrites input 0 in place (code, shared buffer)
+    inplace: ClassVar[bool] = False
     #: CMSIS-NN or pockmcu kernel function called (for reports)
     kernel: ClassVar[str] = ""
     #: the C call assigns an arm_cmsis_nn_status to ``status`` (checked after the call)
@@ -87,6 +89,14 @@ class OpDef:
 
     def macs(self, g: Graph, op: Op) -> int:
         return 0
+
+    # -- training -----------------------------------------------------------------------
+    def backward(self, tb, op: Op) -> None:
+        """The gradient rule: given tb.grad(output), emit backward ops through tb (TrainBuilder)."""
+        from ..errors import PockError  # noqa: PLC0415
+
+        raise PockError(f"cannot train through {op.kind} '{op.name}' ({op.location}): it has no gradient rule; "
+                        "train only layers after it")
 
     def scratch_bytes(self, g: Graph, op: Op) -> int:
         return 0

@@ -14,6 +14,7 @@ import numpy as np
 from .. import fixedpoint as fp
 from ..ir import Graph, Op
 from .base import SUPPORTED_ACTIVATIONS, OpDef, fused_activation, register, same_or_valid_pads
+from .training_ops import sgd_update
 
 PADDING = {0: "SAME", 1: "VALID"}
 
@@ -106,6 +107,9 @@ class Conv2D(_WindowOp):
     kernel = "arm_convolve_wrapper_s8"
     c_status = True
 
+    def backward(self, tb, op: Op) -> None:
+        param_backward(tb, op, "CONV_2D_GRAD_INPUT", "CONV_2D_WGRAD_UPDATE")
+
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
         x, w = g.t(op.inputs[0]), g.t(op.inputs[1])
@@ -170,6 +174,9 @@ class DepthwiseConv2D(_WindowOp):
         x, w = tensors[op.inputs[0]], tensors[op.inputs[1]]
         op.attrs["ch_mult"] = w.shape[3] // max(x.shape[3], 1)
 
+    def backward(self, tb, op: Op) -> None:
+        param_backward(tb, op, "DEPTHWISE_CONV_2D_GRAD_INPUT", "DEPTHWISE_CONV_2D_WGRAD_UPDATE")
+
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
         x, w = g.t(op.inputs[0]), g.t(op.inputs[1])
@@ -223,3 +230,242 @@ status = arm_depthwise_conv_wrapper_s8(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         return dict(super().c_context(g, op, cg), ch_mult=op.attrs["ch_mult"])
+
+
+# -- training: gradient rules and the backward ops of CONV_2D / DEPTHWISE_CONV_2D -------------------
+
+
+def weight_scales(g: Graph, op: Op) -> np.ndarray:
+    """Per-output-channel float32 weight scales (a per-tensor scale broadcast)."""
+    w, out_ch = g.t(op.inputs[1]), g.t(op.outputs[0]).shape[-1]
+    return np.broadcast_to(w.quant.scale.astype(np.float32), (out_ch,)).copy()
+
+
+def update_coefs(g: Graph, op: Op, qas: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Factors from the kernels' raw sums to gradients in units of the stored integers.
+
+    Weights: the kernel sums dz * (x_q - zp_x) = G_W / s_x, and G_Wq = s_w G_W; QAS scales by
+    s_w^-2, so the factor is s_x / s_w (QAS) or s_x * s_w (plain). Biases: G_bq = s_b G_b; QAS
+    scales by s_b^-2 (s_b = s_x s_w), so 1 / s_b (QAS) or s_b (plain). With QAS the learning rate
+    means what it means in float SGD.
+    """
+    sx = float(g.t(op.inputs[0]).quant.s)
+    sw = weight_scales(g, op).astype(np.float64)
+    if len(op.inputs) > 2 and op.inputs[2] and g.t(op.inputs[2]).quant is not None:
+        sb = np.broadcast_to(g.t(op.inputs[2]).quant.scale.astype(np.float64), sw.shape)
+    else:
+        sb = sx * sw
+    wcoef = sx / sw if qas else sx * sw
+    bcoef = 1.0 / sb if qas else sb
+    return wcoef.astype(np.float32), bcoef.astype(np.float32)
+
+
+def param_backward(tb, op: Op, grad_input_kind: str, wgrad_kind: str, in_rows=None) -> None:
+    """The gradient rule shared by CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED.
+
+    dz = mask(dy); then (reordered) the weight gradient fused with its update, the bias update,
+    and last the input gradient if anything upstream trains.
+    """
+    g = tb.g
+    dz = tb.masked(op, tb.grad(op.outputs[0]))
+    u = tb.update_of(op)
+    x = op.inputs[0]
+    wcoef, bcoef = update_coefs(g, op, tb.spec.qas)
+    if u and u.channels:
+        saved, xt = x, g.t(x)
+        outer, row = in_rows(g, op) if in_rows else (xt.size // xt.shape[-1], xt.shape[-1])
+        if u.channels < u.total_channels:
+            shape = (xt.shape[:-1] + (u.channels,)) if not in_rows else (outer, u.channels)
+            saved = tb.new_tensor(f"{op.name}_saved_input", shape, "int8")
+            g.t(saved).quant = xt.quant
+            tb.save_before(op, "SLICE", f"{op.name}_save_input", [x], [saved], outer=outer, row=row, offset=0,
+                           chunk=u.channels)
+        tb.emit(wgrad_kind, f"{op.name}_wgrad_update", [saved, dz], [], layer=op, weights=op.inputs[1],
+                channel_begin=0, channels=u.channels, coef=wcoef)
+    if u and u.bias:
+        tb.emit("BIAS_UPDATE", f"{op.name}_bias_update", [dz], [], bias=op.inputs[2], coef=bcoef)
+    if tb.needs_grad(x):
+        dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
+        tb.emit(grad_input_kind, f"{op.name}_grad_input", [dz], [dx], layer=op)
+        tb.add_grad(x, dx)
+
+
+def _padded_grad(x_shape, pads, stride, dilation, k_hw):
+    n, h, w, c = x_shape
+    top, left, bottom, right = pads
+    return np.zeros((n, h + top + bottom + stride[0] + dilation[0] * k_hw[0],
+                     w + left + right + stride[1] + dilation[1] * k_hw[1], c))
+
+
+def _tap_slices(i, j, a, out_hw):
+    r0, c0 = i * a["dilation"][0], j * a["dilation"][1]
+    return (slice(None), slice(r0, r0 + a["stride"][0] * (out_hw[0] - 1) + 1, a["stride"][0]),
+            slice(c0, c0 + a["stride"][1] * (out_hw[1] - 1) + 1, a["stride"][1]), slice(None))
+
+
+def _crop(dxp, x_shape, pads):
+    return dxp[:, pads[0]:pads[0] + x_shape[1], pads[1]:pads[1] + x_shape[2], :]
+
+
+class _GradOp(OpDef):
+    """A backward op attached to a forward layer (attrs['layer'])."""
+
+    io_dtypes = ("float32", "int8")
+
+    def layer_ctx(self, g: Graph, op: Op, cg) -> dict:
+        f = op.attrs["layer"]
+        return dict(layer=f.name, x=g.t(f.inputs[0]), w=g.t(f.inputs[1]), y=g.t(f.outputs[0]),
+                    weights=cg.const(f.inputs[1]), scales=cg.float_list(weight_scales(g, f)))
+
+
+@register
+class Conv2DGradInput(_GradOp):
+    kind = "CONV_2D_GRAD_INPUT"
+    kernel = "pockmcu_conv_grad_input_f32"
+    c_status = True
+
+    def reference(self, g: Graph, op: Op, xs):
+        f = op.attrs["layer"]
+        a, xshape = f.attrs, (xs[0].shape[0],) + g.t(f.inputs[0]).shape[1:]
+        w = g.t(f.inputs[1]).data.astype(np.float64) * weight_scales(g, f).astype(np.float64)[:, None, None, None]
+        dz = xs[0].astype(np.float64)
+        dxp = _padded_grad(xshape, a["pads"], a["stride"], a["dilation"], w.shape[1:3])
+        for i in range(w.shape[1]):
+            for j in range(w.shape[2]):
+                dxp[_tap_slices(i, j, a, dz.shape[1:3])] += dz @ w[:, i, j, :]
+        return [_crop(dxp, xshape, a["pads"])]
+
+    def c_context(self, g, op, cg):
+        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]))
+
+    c_decls = "static const float {{n}}_filter_scale[{{y.shape[-1]}}] = {{ '{' }}{{scales}}{{ '}' }};\n"
+    c_call = """\
+status = pockmcu_conv_grad_input_f32(&{{layer}}_params, &{{layer}}_input_dims, &{{layer}}_filter_dims, {{weights}},
+                                     {{n}}_filter_scale, &{{layer}}_output_dims, {{ptr(dz)}}, {{ptr(dx)}});"""
+
+
+@register
+class Conv2DWgradUpdate(_GradOp):
+    """Weight gradient of the trainable input channels, fused with the update (no gradient tensor)."""
+
+    kind = "CONV_2D_WGRAD_UPDATE"
+    kernel = "pockmcu_conv_wgrad_update_s8"
+    c_status = True
+
+    def raw_grad(self, g: Graph, op: Op, xs) -> np.ndarray:
+        f = op.attrs["layer"]
+        saved, dz = xs
+        a, w = f.attrs, g.t(f.inputs[1])
+        k = op.attrs["channels"]
+        d2 = dz.reshape(-1, dz.shape[-1]).astype(np.float64)
+        grad = np.zeros(w.shape[:3] + (k,))
+        for i, j, patch in conv_taps(saved, g.t(op.inputs[0]).quant.zp, w.shape[1], w.shape[2], a["stride"],
+                                     a["dilation"], a["pads"], dz.shape[1:3]):
+            grad[:, i, j, :] = d2.T @ patch.reshape(-1, k)
+        return grad
+
+    def reference(self, g: Graph, op: Op, xs):
+        w = g.t(op.attrs["weights"])
+        b, k = op.attrs["channel_begin"], op.attrs["channels"]
+        grad = self.raw_grad(g, op, xs)
+        coef = np.repeat(op.attrs["coef"], grad[0].size)
+        part = w.data[..., b:b + k]
+        new = sgd_update(part, grad, coef, g, w.name, -127, 127).reshape(part.shape)
+        w.data = w.data.copy()
+        w.data[..., b:b + k] = new
+        return []
+
+    def scratch_bytes(self, g: Graph, op: Op) -> int:
+        w = g.t(op.attrs["weights"])
+        return 4 * w.shape[1] * w.shape[2] * op.attrs["channels"]
+
+    def c_context(self, g, op, cg):
+        saved = g.t(op.inputs[0])
+        return dict(self.layer_ctx(g, op, cg), saved=saved, dz=g.t(op.inputs[1]), begin=op.attrs["channel_begin"],
+                    weights=cg.param(op.attrs["weights"]), coef=cg.float_list(op.attrs["coef"]),
+                    **cg.optimizer_args(op.attrs["weights"]))
+
+    c_decls = """\
+static const float {{n}}_coef[{{y.shape[-1]}}] = {{ '{' }}{{coef}}{{ '}' }};
+static const cmsis_nn_dims {{n}}_input_dims = {{ dims(saved.shape) }};
+"""
+    c_call = """\
+ctx.buf = {{scratch}};
+ctx.size = {{scratch_size}};
+status = pockmcu_conv_wgrad_update_s8(&ctx, &{{layer}}_params, &{{n}}_input_dims, {{ptr(saved)}},
+                                      &{{layer}}_filter_dims, {{weights}}, {{begin}}, &{{layer}}_output_dims,
+                                      {{ptr(dz)}}, {{n}}_coef, {{accum}}, {{velocity}}, &optimizer, {{rng}});"""
+    c_buffer_query = "pockmcu_conv_wgrad_update_s8_get_buffer_size(&{{n}}_input_dims, &{{layer}}_filter_dims)"
+
+
+@register
+class DepthwiseGradInput(_GradOp):
+    kind = "DEPTHWISE_CONV_2D_GRAD_INPUT"
+    kernel = "pockmcu_depthwise_conv_grad_input_f32"
+    c_status = True
+
+    def reference(self, g: Graph, op: Op, xs):
+        f = op.attrs["layer"]
+        a, xshape = f.attrs, (xs[0].shape[0],) + g.t(f.inputs[0]).shape[1:]
+        m = a["ch_mult"]
+        w = g.t(f.inputs[1]).data.astype(np.float64)[0] * weight_scales(g, f).astype(np.float64)
+        dz = xs[0].astype(np.float64)
+        dxp = _padded_grad(xshape, a["pads"], a["stride"], a["dilation"], w.shape[0:2])
+        for i in range(w.shape[0]):
+            for j in range(w.shape[1]):
+                contrib = (dz * w[i, j]).reshape(dz.shape[:3] + (xshape[3], m)).sum(axis=-1)
+                dxp[_tap_slices(i, j, a, dz.shape[1:3])] += contrib
+        return [_crop(dxp, xshape, a["pads"])]
+
+    def c_context(self, g, op, cg):
+        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]))
+
+    c_decls = Conv2DGradInput.c_decls
+    c_call = """\
+status = pockmcu_depthwise_conv_grad_input_f32(&{{layer}}_params, &{{layer}}_input_dims, &{{layer}}_filter_dims,
+                                               {{weights}}, {{n}}_filter_scale, &{{layer}}_output_dims,
+                                               {{ptr(dz)}}, {{ptr(dx)}});"""
+
+
+@register
+class DepthwiseWgradUpdate(Conv2DWgradUpdate):
+    kind = "DEPTHWISE_CONV_2D_WGRAD_UPDATE"
+    kernel = "pockmcu_depthwise_conv_wgrad_update_s8"
+
+    def raw_grad(self, g: Graph, op: Op, xs) -> np.ndarray:
+        f = op.attrs["layer"]
+        saved, dz = xs
+        a, w = f.attrs, g.t(f.inputs[1])
+        m, b, k = a["ch_mult"], op.attrs["channel_begin"], op.attrs["channels"]
+        d = dz[..., b * m:(b + k) * m].astype(np.float64)
+        grad = np.zeros((w.shape[1], w.shape[2], k * m))
+        for i, j, patch in conv_taps(saved, g.t(op.inputs[0]).quant.zp, w.shape[1], w.shape[2], a["stride"],
+                                     a["dilation"], a["pads"], dz.shape[1:3]):
+            grad[i, j] = (np.repeat(patch, m, axis=-1) * d).reshape(-1, k * m).sum(axis=0)
+        return grad
+
+    def reference(self, g: Graph, op: Op, xs):
+        f = op.attrs["layer"]
+        w = g.t(op.attrs["weights"])
+        m, b, k = f.attrs["ch_mult"], op.attrs["channel_begin"], op.attrs["channels"]
+        grad = self.raw_grad(g, op, xs)
+        coef = np.tile(op.attrs["coef"][b * m:(b + k) * m], grad.shape[0] * grad.shape[1])
+        part = w.data[0, :, :, b * m:(b + k) * m]
+        new = sgd_update(part, grad, coef, g, w.name, -127, 127).reshape(part.shape)
+        w.data = w.data.copy()
+        w.data[0, :, :, b * m:(b + k) * m] = new
+        return []
+
+    def scratch_bytes(self, g: Graph, op: Op) -> int:
+        w = g.t(op.attrs["weights"])
+        return 4 * w.shape[1] * w.shape[2] * op.attrs["channels"] * op.attrs["layer"].attrs["ch_mult"]
+
+    c_call = """\
+ctx.buf = {{scratch}};
+ctx.size = {{scratch_size}};
+status = pockmcu_depthwise_conv_wgrad_update_s8(&ctx, &{{layer}}_params, &{{n}}_input_dims, {{ptr(saved)}},
+                                                &{{layer}}_filter_dims, {{weights}}, {{begin}}, &{{layer}}_output_dims,
+                                                {{ptr(dz)}}, {{n}}_coef, {{accum}}, {{velocity}}, &optimizer, {{rng}});"""
+    c_buffer_query = ("pockmcu_depthwise_conv_wgrad_update_s8_get_buffer_size(&{{n}}_input_dims, "
+                      "&{{layer}}_filter_dims)")
+

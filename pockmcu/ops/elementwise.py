@@ -42,6 +42,22 @@ class Add(OpDef):
     def reference(self, g: Graph, op: Op, xs):
         return [fp.add_s8(xs[0], xs[1], op.attrs["q"], op.attrs["act_min"], op.attrs["act_max"])]
 
+    def backward(self, tb, op: Op) -> None:
+        """y = a + b in real values (requantization is straight-through): both get dz; the second
+        gets its own copy because later rules may mask gradients in place."""
+        dz = tb.masked(op, tb.grad(op.outputs[0]))
+        given = False
+        for x in op.inputs[:2]:
+            if not tb.needs_grad(x):
+                continue
+            if given:
+                dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
+                tb.emit("COPY_F32", f"{op.name}_grad_copy", [dz], [dx])
+                tb.add_grad(x, dx)
+            else:
+                tb.add_grad(x, dz)
+                given = True
+
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         return dict(a=g.t(op.inputs[0]), b=g.t(op.inputs[1]), y=g.t(op.outputs[0]), q=op.attrs["q"],
                     act_min=op.attrs["act_min"], act_max=op.attrs["act_max"])

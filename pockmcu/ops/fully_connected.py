@@ -14,7 +14,8 @@ import numpy as np
 from .. import fixedpoint as fp
 from ..ir import Graph, Op
 from .base import SUPPORTED_ACTIVATIONS, OpDef, fused_activation, register
-from .conv import finish
+from .conv import _GradOp, finish, param_backward, weight_scales
+from .training_ops import sgd_update
 
 
 @register
@@ -78,6 +79,9 @@ class FullyConnected(OpDef):
         w = g.t(op.inputs[1])
         return int(w.shape[0] * w.shape[1] * (g.t(op.inputs[0]).size // w.shape[1]))
 
+    def backward(self, tb, op: Op) -> None:
+        param_backward(tb, op, "FULLY_CONNECTED_GRAD_INPUT", "FULLY_CONNECTED_WGRAD_UPDATE", in_rows=fc_rows)
+
     def describe(self, g: Graph, op: Op) -> str:
         w = g.t(op.inputs[1])
         return (f"FULLY_CONNECTED {w.shape[1]} -> {w.shape[0]} {op.attrs['activation']}: "
@@ -118,3 +122,77 @@ status = {{ 'arm_fully_connected_per_channel_s8' if per_channel else 'arm_fully_
                                 &{{n}}_filter_dims, {{weights}}, &{{n}}_bias_dims, {{bias}},
                                 &{{n}}_output_dims, {{ptr(y)}});"""
     c_buffer_query = "arm_fully_connected_s8_get_buffer_size(&{{n}}_filter_dims)"
+
+
+# -- training -----------------------------------------------------------------------------------
+
+
+def fc_rows(g: Graph, op: Op) -> tuple[int, int]:
+    """The FC input seen as [batches, in features], whatever its rank."""
+    return op.attrs["batches"], g.t(op.inputs[1]).shape[1]
+
+
+@register
+class FullyConnectedGradInput(_GradOp):
+    kind = "FULLY_CONNECTED_GRAD_INPUT"
+    kernel = "pockmcu_fully_connected_grad_input_f32"
+    c_status = True
+
+    def reference(self, g: Graph, op: Op, xs):
+        f = op.attrs["layer"]
+        w = g.t(f.inputs[1])
+        zp = 0 if w.quant.per_channel else w.quant.zp
+        wr = (w.data.astype(np.float64) - zp) * weight_scales(g, f).astype(np.float64)[:, None]
+        n = xs[0].shape[0]
+        dz = xs[0].reshape(n * f.attrs["batches"], -1).astype(np.float64)
+        return [(dz @ wr).reshape((n,) + g.t(f.inputs[0]).shape[1:])]
+
+    def c_context(self, g, op, cg):
+        f = op.attrs["layer"]
+        w = g.t(f.inputs[1])
+        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]),
+                    filter_offset=0 if w.quant.per_channel else -w.quant.zp)
+
+    c_decls = "static const float {{n}}_filter_scale[{{w.shape[0]}}] = {{ '{' }}{{scales}}{{ '}' }};\n"
+    c_call = """\
+status = pockmcu_fully_connected_grad_input_f32(&{{layer}}_input_dims, &{{layer}}_filter_dims, {{weights}},
+                                                {{filter_offset}}, {{n}}_filter_scale, {{ptr(dz)}}, {{ptr(dx)}});"""
+
+
+@register
+class FullyConnectedWgradUpdate(_GradOp):
+    kind = "FULLY_CONNECTED_WGRAD_UPDATE"
+    kernel = "pockmcu_fully_connected_wgrad_update_s8"
+    c_status = True
+
+    def reference(self, g: Graph, op: Op, xs):
+        f = op.attrs["layer"]
+        saved, dz = xs
+        w = g.t(op.attrs["weights"])
+        b, k = op.attrs["channel_begin"], op.attrs["channels"]
+        rows = saved.shape[0] * f.attrs["batches"]
+        x = saved.reshape(rows, k).astype(np.float64) - g.t(op.inputs[0]).quant.zp
+        grad = dz.reshape(rows, -1).astype(np.float64).T @ x
+        coef = np.repeat(op.attrs["coef"], k)
+        part = w.data[:, b:b + k]
+        new = sgd_update(part, grad, coef, g, w.name, -127, 127).reshape(part.shape)
+        w.data = w.data.copy()
+        w.data[:, b:b + k] = new
+        return []
+
+    def c_context(self, g, op, cg):
+        f = op.attrs["layer"]
+        saved = g.t(op.inputs[0])
+        return dict(self.layer_ctx(g, op, cg), saved=saved, dz=g.t(op.inputs[1]), begin=op.attrs["channel_begin"],
+                    batches=f.attrs["batches"], k=op.attrs["channels"], in_offset=-saved.quant.zp,
+                    weights=cg.param(op.attrs["weights"]), coef=cg.float_list(op.attrs["coef"]),
+                    **cg.optimizer_args(op.attrs["weights"]))
+
+    c_decls = """\
+static const float {{n}}_coef[{{w.shape[0]}}] = {{ '{' }}{{coef}}{{ '}' }};
+static const cmsis_nn_dims {{n}}_input_dims = {{ '{' }}{{batches}}, 1, 1, {{k}}{{ '}' }};
+"""
+    c_call = """\
+status = pockmcu_fully_connected_wgrad_update_s8(&{{n}}_input_dims, {{ptr(saved)}}, {{in_offset}},
+                                                 &{{layer}}_filter_dims, {{weights}}, {{begin}}, {{ptr(dz)}},
+                                                 {{n}}_coef, {{accum}}, {{velocity}}, &optimizer, {{rng}});"""

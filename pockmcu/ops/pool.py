@@ -81,6 +81,9 @@ class AveragePool2D(_Pool):
     kernel = "arm_avgpool_s8"
     c_status = True
 
+    def backward(self, tb, op: Op) -> None:
+        _pool_backward(tb, op, "AVERAGE_POOL_2D_GRAD", needs_input=False)
+
     def reference(self, g: Graph, op: Op, xs):
         a = op.attrs
         y = g.t(op.outputs[0])
@@ -108,6 +111,9 @@ class MaxPool2D(_Pool):
     kernel = "arm_max_pool_s8"
     c_status = True
 
+    def backward(self, tb, op: Op) -> None:
+        _pool_backward(tb, op, "MAX_POOL_2D_GRAD", needs_input=True)
+
     def reference(self, g: Graph, op: Op, xs):
         a = op.attrs
         y = g.t(op.outputs[0])
@@ -119,3 +125,91 @@ class MaxPool2D(_Pool):
     c_call = """\
 status = arm_max_pool_s8(&ctx, &{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
                          &{{n}}_output_dims, {{ptr(y)}});"""
+
+
+# -- training ----------------------------------------------------------------------------------
+
+
+class _PoolGrad(OpDef):
+    io_dtypes = ("float32", "int8")
+
+    def c_context(self, g, op, cg):
+        f = op.attrs["layer"]
+        return dict(layer=f.name, x=g.t(f.inputs[0]), dy=g.t(op.inputs[-1]), dx=g.t(op.outputs[0]))
+
+
+@register
+class AveragePoolGrad(_PoolGrad):
+    """Each output's gradient, divided by its window's in-bounds count, to every in-bounds input."""
+
+    kind = "AVERAGE_POOL_2D_GRAD"
+    kernel = "pockmcu_avgpool_grad_f32"
+    c_status = True
+
+    def reference(self, g: Graph, op: Op, xs):
+        f = op.attrs["layer"]
+        a = f.attrs
+        dy = xs[0].astype(np.float64)
+        n, (h, w, c) = dy.shape[0], g.t(f.inputs[0]).shape[1:]
+        count = np.zeros((1,) + dy.shape[1:3] + (1,))
+        for _, valid in pool_taps(np.zeros((1, h, w, 1), np.int8), *a["filter"], a["stride"], a["pads"], dy.shape[1:3]):
+            count += valid
+        share = dy / count
+        top, left = a["pads"][0], a["pads"][1]
+        dxp = np.zeros((n, h + a["pads"][0] + a["pads"][2] + a["stride"][0] + a["filter"][0],
+                        w + a["pads"][1] + a["pads"][3] + a["stride"][1] + a["filter"][1], c))
+        oh, ow = dy.shape[1:3]
+        for i in range(a["filter"][0]):
+            for j in range(a["filter"][1]):
+                dxp[:, i:i + a["stride"][0] * (oh - 1) + 1:a["stride"][0],
+                    j:j + a["stride"][1] * (ow - 1) + 1:a["stride"][1], :] += share
+        return [dxp[:, top:top + h, left:left + w, :]]
+
+    c_call = """\
+status = pockmcu_avgpool_grad_f32(&{{layer}}_params, &{{layer}}_input_dims, &{{layer}}_filter_dims,
+                                  &{{layer}}_output_dims, {{ptr(dy)}}, {{ptr(dx)}});"""
+
+
+@register
+class MaxPoolGrad(_PoolGrad):
+    """Each output's gradient to the first maximum of its window (scan order), from the saved input."""
+
+    kind = "MAX_POOL_2D_GRAD"
+    kernel = "pockmcu_max_pool_grad_f32"
+    c_status = True
+
+    def reference(self, g: Graph, op: Op, xs):
+        f = op.attrs["layer"]
+        a = f.attrs
+        x, dy = xs[0].astype(np.int64), xs[1].astype(np.float64)
+        n, h, w, c = x.shape
+        oh, ow = dy.shape[1:3]
+        dx = np.zeros(x.shape)
+        top, left = a["pads"][0], a["pads"][1]
+        for b in range(n):
+            for r in range(oh):
+                for s in range(ow):
+                    for ch in range(c):
+                        best, at = None, None
+                        for i in range(a["filter"][0]):
+                            for j in range(a["filter"][1]):
+                                yy, xx = r * a["stride"][0] - top + i, s * a["stride"][1] - left + j
+                                if 0 <= yy < h and 0 <= xx < w and (best is None or x[b, yy, xx, ch] > best):
+                                    best, at = x[b, yy, xx, ch], (yy, xx)
+                        if at is not None:
+                            dx[b, at[0], at[1], ch] += dy[b, r, s, ch]
+        return [dx]
+
+    c_call = """\
+status = pockmcu_max_pool_grad_f32(&{{layer}}_params, &{{layer}}_input_dims, {{ptr(x)}}, &{{layer}}_filter_dims,
+                                   &{{layer}}_output_dims, {{ptr(dy)}}, {{ptr(dx)}});"""
+
+
+def _pool_backward(tb, op: Op, grad_kind: str, needs_input: bool) -> None:
+    x = op.inputs[0]
+    if not tb.needs_grad(x):
+        return
+    dz = tb.masked(op, tb.grad(op.outputs[0]))
+    dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
+    tb.emit(grad_kind, f"{op.name}_grad", ([x] if needs_input else []) + [dz], [dx], layer=op)
+    tb.add_grad(x, dx)

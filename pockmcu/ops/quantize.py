@@ -55,6 +55,10 @@ class Dequantize(OpDef):
         x = g.t(op.inputs[0])
         return [fp.dequantize_s8_f32(xs[0], x.quant.s, x.quant.zp)]
 
+    def backward(self, tb, op: Op) -> None:
+        """Real values pass through unchanged: the output gradient is the input gradient."""
+        tb.add_grad(op.inputs[0], tb.grad(op.outputs[0]))
+
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         x = g.t(op.inputs[0])
         return dict(x=x, y=g.t(op.outputs[0]), scale=cg.float_lit(x.quant.s), zp=x.quant.zp)

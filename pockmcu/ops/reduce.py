@@ -7,6 +7,8 @@ TFLM computes them in Prepare; see pockmcu.fixedpoint.mean_params.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import fixedpoint as fp
 from ..ir import Graph, Op
 from .base import OpDef, register
@@ -48,9 +50,35 @@ class Mean(OpDef):
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), q=op.attrs["q"])
 
+    def backward(self, tb, op: Op) -> None:
+        x = op.inputs[0]
+        dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
+        tb.emit("MEAN_GRAD", f"{op.name}_grad", [tb.grad(op.outputs[0])], [dx], layer=op)
+        tb.add_grad(x, dx)
+
     c_decls = """\
 static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
 """
     c_call = """\
 status = pockmcu_mean_s8(&{{n}}_input_dims, {{ptr(x)}}, {{q.input_offset}}, {{q.output_offset}},
                          {{q.multiplier}}, {{q.shift}}, {{ptr(y)}});"""
+
+
+@register
+class MeanGrad(OpDef):
+    """d mean / d x = 1 / (H W) for every position (real domain)."""
+
+    kind = "MEAN_GRAD"
+    kernel = "pockmcu_mean_grad_f32"
+    io_dtypes = ("float32",)
+
+    def reference(self, g: Graph, op: Op, xs):
+        f = op.attrs["layer"]
+        shape = (xs[0].shape[0],) + g.t(f.inputs[0]).shape[1:]
+        dy = xs[0].reshape(shape[0], 1, 1, shape[3]).astype(np.float64)
+        return [np.broadcast_to(dy / (shape[1] * shape[2]), shape).copy()]
+
+    def c_context(self, g: Graph, op: Op, cg) -> dict:
+        return dict(layer=op.attrs["layer"].name, dy=g.t(op.inputs[0]), dx=g.t(op.outputs[0]))
+
+    c_call = "pockmcu_mean_grad_f32(&{{layer}}_input_dims, {{ptr(dy)}}, {{ptr(dx)}});"

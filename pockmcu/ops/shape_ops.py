@@ -33,6 +33,12 @@ class Reshape(OpDef):
     def reference(self, g: Graph, op: Op, xs):
         return [xs[0].reshape((xs[0].shape[0],) + g.t(op.outputs[0]).shape[1:])]
 
+    def backward(self, tb, op: Op) -> None:
+        x = op.inputs[0]
+        dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
+        tb.emit("RESHAPE", f"{op.name}_grad", [tb.grad(op.outputs[0])], [dx])
+        tb.add_grad(x, dx)
+
 
 @register
 class Pad(OpDef):
@@ -64,6 +70,12 @@ class Pad(OpDef):
             op.attrs["value"] = int(g.t(op.inputs[2]).data.reshape(-1)[0])
         else:
             op.attrs["value"] = g.t(op.outputs[0]).quant.zp
+
+    def backward(self, tb, op: Op) -> None:
+        x = op.inputs[0]
+        dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
+        tb.emit("PAD_GRAD", f"{op.name}_grad", [tb.grad(op.outputs[0])], [dx], layer=op)
+        tb.add_grad(x, dx)
 
     def reference(self, g: Graph, op: Op, xs):
         x = xs[0]
@@ -128,6 +140,21 @@ class Concatenation(OpDef):
     def reference(self, g: Graph, op: Op, xs):
         return [np.concatenate(xs, axis=op.attrs["axis"])]
 
+    def backward(self, tb, op: Op) -> None:
+        y = tb.g.t(op.outputs[0])
+        axis = op.attrs["axis"]
+        outer = int(np.prod(y.shape[:axis], dtype=np.int64))
+        row = int(np.prod(y.shape[axis:], dtype=np.int64))
+        offset = 0
+        for x in op.inputs:
+            chunk = int(np.prod(tb.g.t(x).shape[axis:], dtype=np.int64))
+            if tb.needs_grad(x):
+                dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
+                tb.emit("SLICE", f"{op.name}_grad_{offset}", [tb.grad(op.outputs[0])], [dx], outer=outer, row=row,
+                        offset=offset, chunk=chunk)
+                tb.add_grad(x, dx)
+            offset += chunk
+
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         axis4 = op.attrs["axis4"]
 
@@ -150,6 +177,29 @@ arm_concatenation_s8_w({{ptr(p.t)}}, {{p.c}}, {{p.w}}, {{p.h}}, {{p.n}}, {{ptr(y
 arm_concatenation_s8_{{fn}}({{ptr(p.t)}}, {{p.c}}, {{p.w}}, {{p.h}}, {{p.n}}, {{ptr(y)}}, {{out_dim}}, {{p.offset}});
 {% endif %}
 {% endfor %}"""
+
+
+@register
+class PadGrad(OpDef):
+    """PAD backward: the gradient of the padded tensor cropped back to the input."""
+
+    kind = "PAD_GRAD"
+    kernel = "pockmcu_pad_grad_f32"
+    c_status = True
+    io_dtypes = ("float32",)
+
+    def reference(self, g: Graph, op: Op, xs):
+        f = op.attrs["layer"]
+        x = g.t(f.inputs[0])
+        pads = f.attrs["pads"][4 - len(x.shape):]
+        index = (slice(None),) + tuple(slice(p[0], p[0] + d) for p, d in zip(pads[1:], x.shape[1:]))
+        return [xs[0][index]]
+
+    def c_context(self, g: Graph, op: Op, cg) -> dict:
+        return dict(layer=op.attrs["layer"].name, dy=g.t(op.inputs[0]), dx=g.t(op.outputs[0]))
+
+    c_call = """\
+status = pockmcu_pad_grad_f32(&{{layer}}_input_dims, &{{layer}}_pre_pad, &{{layer}}_post_pad, {{ptr(dy)}}, {{ptr(dx)}});"""
 
 
 class _Folded(OpDef):

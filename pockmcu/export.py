@@ -1,0 +1,74 @@
+"""`pockmcu export`: the original TFLite file with the trained parameters written into it.
+
+Trained int8 weights and int32 biases keep their size, so each tensor's bytes
+are replaced in place inside the flatbuffer; everything else (graph,
+quantization, metadata) stays byte for byte the original.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import tflite
+
+from .errors import PockError
+from .sim import read_plan
+from .train import read_params
+
+
+def _buffer_spans(model_bytes: bytes) -> dict[str, tuple[int, int]]:
+    """Tensor name -> (offset, length) of its constant data inside the file."""
+    m = tflite.Model.GetRootAs(model_bytes, 0)
+    sg = m.Subgraphs(0)
+    spans, seen = {}, {}
+    for i in range(sg.TensorsLength()):
+        t = sg.Tensors(i)
+        raw = t.Name()
+        name = raw.decode("utf-8", "replace") if raw else f"tensor_{i}"
+        k = seen.get(name, 0)
+        seen[name] = k + 1
+        if k:
+            name = f"{name}_{k}"  # the frontend's rule for duplicate names
+        b = m.Buffers(t.Buffer())
+        if b is None or b.DataIsNone() or b.DataLength() == 0:
+            continue
+        # the vector's first byte: the table's data field holds the offset of a length-prefixed vector
+        start = b._tab.Vector(b._tab.Offset(4))
+        spans[name] = (start, b.DataLength())
+    return spans
+
+
+def export_tflite(out, params_path, dest) -> int:
+    plan = read_plan(out)
+    if not plan.get("training"):
+        raise PockError(f"{out}: generated without --train; nothing to export")
+    if plan["format"] != "tflite":
+        raise PockError(f"{out}: export writes .tflite and the model is {plan['format']}")
+    source = Path(out) / plan["model_file"]
+    if not source.is_file():
+        raise PockError(f"{out}: {plan['model_file']} (the copy of the original model) is missing; run gen again")
+    tensors = read_params(params_path)
+    expected = [(t["tensor"], t["bytes"]) for t in plan["training"]["trainable"]]
+    if [(n, len(d)) for n, _, d in tensors] != expected:
+        raise PockError(f"--params {params_path}: written for another model or update spec than {out}")
+    data = bytearray(source.read_bytes())
+    spans = _buffer_spans(bytes(data))
+    for name, _dtype, payload in tensors:
+        if name not in spans or spans[name][1] != len(payload):
+            raise PockError(f"{source}: tensor '{name}' not found with {len(payload)} bytes")
+        off, n = spans[name]
+        data[off:off + n] = payload
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
+    with os.fdopen(fd, "wb") as f:
+        f.write(bytes(data))
+    os.replace(tmp, dest)
+    return len(tensors)
+
+
+def trained_arrays(params_path) -> dict[str, np.ndarray]:
+    return {n: np.frombuffer(d, np.dtype(t)) for n, t, d in read_params(params_path)}

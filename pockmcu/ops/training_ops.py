@@ -1,0 +1,258 @@
+"""Ops that exist only in the training graph and belong to no single forward op:
+activation masks, bias updates, gradient plumbing (sum, copy, slice), and the losses.
+
+Gradients are float32 with respect to real (dequantized) values. Every update
+follows one rule (see ``sgd_update``), implemented once in C
+(kernels_c/pockmcu_update_s8.c, pockmcu_update_s32.c) and once here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import Graph, Op
+from .base import OpDef, register
+
+F32 = np.float32
+
+
+# -- the update rule, shared by every update op's numpy reference -----------------------------
+
+def xorshift32(state: int) -> int:
+    x = state & 0xFFFFFFFF
+    x ^= (x << 13) & 0xFFFFFFFF
+    x ^= x >> 17
+    x ^= (x << 5) & 0xFFFFFFFF
+    return x
+
+
+def seed_stream(seed: int, k: int) -> int:
+    """The RNG state of trainable tensor k for a given seed (splitmix-style mix, never 0); C: pockmcu_train_init."""
+    x = (seed + 0x9E3779B9 * (k + 1)) & 0xFFFFFFFF
+    x ^= x >> 16
+    x = (x * 0x85EBCA6B) & 0xFFFFFFFF
+    x ^= x >> 13
+    x = (x * 0xC2B2AE35) & 0xFFFFFFFF
+    x ^= x >> 16
+    return x or 1
+
+
+def sgd_update(q: np.ndarray, grad: np.ndarray, coef, g: Graph, key: str, lo: int, hi: int) -> np.ndarray:
+    """q (flat) updated by the rule of kernels_c/pockmcu_update_*.c, in float32, in element order.
+
+    g.state holds the optimizer: lr, momentum, batch, apply, rng[key], accum[key], velocity[key].
+    """
+    st = g.state
+    lr, mom, batch, apply = F32(st["lr"]), F32(st["momentum"]), st["batch"], st["apply"]
+    gq = grad.astype(F32).reshape(-1) * np.asarray(coef, F32).reshape(-1)
+    if batch > 1:
+        acc = st["accum"].setdefault(key, np.zeros(q.size, F32))
+        acc += gq
+        if not apply:
+            return q
+        gq = acc / F32(batch)
+        st["accum"][key] = np.zeros(q.size, F32)
+    if mom != 0:
+        v = st["velocity"].setdefault(key, np.zeros(q.size, F32))
+        v[:] = mom * v + gq
+        gq = v.copy()
+    delta = (-lr * gq).astype(F32)
+    rng = st["rng"][key]
+    out = q.astype(np.int64).reshape(-1).copy()
+    for k in range(out.size):
+        rng = xorshift32(rng)
+        u = F32((rng >> 8) * (1.0 / 16777216.0))
+        d = min(max(float(delta[k]), -2.0 ** 30), 2.0 ** 30)
+        out[k] = min(max(out[k] + math.floor(F32(F32(d) + u)), lo), hi)
+    st["rng"][key] = rng
+    return out
+
+
+def channel_runs(op: Op) -> tuple[int, int]:
+    return op.attrs["channel_begin"], op.attrs["channels"]
+
+
+@register
+class MaskPack(OpDef):
+    """Forward side: bit k = lo < y[k] < hi for a fused-activation output y (1 bit per element)."""
+
+    kind = "MASK_PACK"
+    kernel = "pockmcu_mask_pack_s8"
+    io_dtypes = ("int8", "uint8")
+
+    def reference(self, g: Graph, op: Op, xs):
+        y = xs[0].reshape(xs[0].shape[0], -1)
+        bits = (y > op.attrs["lo"]) & (y < op.attrs["hi"])
+        return [np.packbits(bits, axis=1, bitorder="little")]
+
+    def c_context(self, g, op, cg):
+        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), **op.attrs)
+
+    c_call = "pockmcu_mask_pack_s8({{ptr(x)}}, {{x.size}}, {{lo}}, {{hi}}, {{ptr(y)}});"
+
+
+@register
+class MaskApply(OpDef):
+    """Backward side: zero the gradient where the activation was cut (in place)."""
+
+    kind = "MASK_APPLY"
+    inplace = True
+    kernel = "pockmcu_mask_apply_f32"
+    io_dtypes = ("float32", "uint8")
+
+    def reference(self, g: Graph, op: Op, xs):
+        dy, mask = xs
+        n = int(np.prod(dy.shape[1:]))
+        bits = np.unpackbits(mask, axis=1, bitorder="little", count=n).astype(bool)
+        return [np.where(bits.reshape(dy.shape), dy, 0.0)]
+
+    def c_context(self, g, op, cg):
+        return dict(dy=g.t(op.inputs[0]), mask=g.t(op.inputs[1]))
+
+    c_call = "pockmcu_mask_apply_f32({{ptr(dy)}}, {{ptr(mask)}}, {{dy.size}});"
+
+
+@register
+class BiasUpdate(OpDef):
+    """Bias gradient (sum of the output gradient over positions) and its update, fused."""
+
+    kind = "BIAS_UPDATE"
+    kernel = "pockmcu_bias_update_s32"
+    io_dtypes = ("float32",)
+
+    def reference(self, g: Graph, op: Op, xs):
+        dz = xs[0].astype(np.float64)
+        b = g.t(op.attrs["bias"])
+        grad = dz.reshape(-1, dz.shape[-1]).sum(axis=0)
+        b.data = sgd_update(b.data, grad, op.attrs["coef"], g, b.name, -2**31, 2**31 - 1).astype(np.int32)
+        return []
+
+    def c_context(self, g, op, cg):
+        dz = g.t(op.inputs[0])
+        return dict(dz=dz, channels=dz.shape[-1], positions=dz.size // dz.shape[-1],
+                    bias=cg.param(op.attrs["bias"]), coef=cg.float_list(op.attrs["coef"]),
+                    **cg.optimizer_args(op.attrs["bias"]))
+
+    c_decls = "static const float {{n}}_coef[{{channels}}] = {{ '{' }}{{coef}}{{ '}' }};\n"
+    c_call = """\
+pockmcu_bias_update_s32({{bias}}, {{ptr(dz)}}, {{positions}}, {{channels}}, {{n}}_coef,
+                        {{accum}}, {{velocity}}, &optimizer, {{rng}});"""
+
+
+@register
+class AddF32(OpDef):
+    """Sum of two gradients where a tensor fans out in the forward graph."""
+
+    kind = "ADD_F32"
+    kernel = "pockmcu_add_f32"
+    io_dtypes = ("float32",)
+
+    def reference(self, g: Graph, op: Op, xs):
+        return [xs[0] + xs[1]]
+
+    def c_context(self, g, op, cg):
+        return dict(a=g.t(op.inputs[0]), b=g.t(op.inputs[1]), y=g.t(op.outputs[0]))
+
+    c_call = "pockmcu_add_f32({{ptr(a)}}, {{ptr(b)}}, {{ptr(y)}}, {{y.size}});"
+
+
+@register
+class CopyF32(OpDef):
+    kind = "COPY_F32"
+    kernel = "memcpy"
+    io_dtypes = ("float32",)
+
+    def reference(self, g: Graph, op: Op, xs):
+        return [xs[0].copy()]
+
+    def c_context(self, g, op, cg):
+        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]))
+
+    c_call = "memcpy({{ptr(y)}}, {{ptr(x)}}, {{x.nbytes}});"
+
+
+@register
+class Slice(OpDef):
+    """Rows of a contiguous slice: dst[r] = src[r][offset:offset+chunk]. SLICE_S8 saves the
+    trainable channels of an activation; SLICE_F32 splits a gradient (CONCATENATION backward)."""
+
+    kind = "SLICE"
+    io_dtypes = ("int8", "float32")
+
+    def reference(self, g: Graph, op: Op, xs):
+        a = op.attrs
+        x = xs[0]
+        rows = x.reshape(x.shape[0], a["outer"], a["row"])
+        out = rows[:, :, a["offset"]:a["offset"] + a["chunk"]]
+        return [out.reshape((x.shape[0],) + g.t(op.outputs[0]).shape[1:])]
+
+    def c_context(self, g, op, cg):
+        x = g.t(op.inputs[0])
+        return dict(x=x, y=g.t(op.outputs[0]), fn="pockmcu_slice_s8" if x.dtype == "int8" else "pockmcu_slice_f32",
+                    **op.attrs)
+
+    c_call = "{{fn}}({{ptr(x)}}, {{outer}}, {{row}}, {{offset}}, {{chunk}}, {{ptr(y)}});"
+
+
+@register
+class XentGrad(OpDef):
+    """Softmax cross-entropy fused: d loss / d logits = beta * (p - onehot), p from the int8 softmax
+    output (q + 128) / 256; the loss -ln p[label] comes from a 256-entry table made at compile time."""
+
+    kind = "XENT_GRAD"
+    kernel = "pockmcu_softmax_xent_grad_s8"
+    io_dtypes = ("int8", "float32")
+
+    def reference(self, g: Graph, op: Op, xs):
+        q = xs[0].reshape(xs[0].shape[0], -1).astype(np.float64)
+        p = (q + 128) / 256.0
+        onehot = np.zeros_like(p)
+        onehot[np.arange(len(p)), g.state["label"]] = 1
+        g.state["loss"] = float(nll_table()[int(xs[0].reshape(-1)[g.state["label"][0]]) + 128])
+        return [(op.attrs["beta"] * (p - onehot)).reshape((len(p),) + g.t(op.outputs[0]).shape[1:])]
+
+    def c_context(self, g, op, cg):
+        return dict(p=g.t(op.inputs[0]), dl=g.t(op.outputs[0]), classes=op.attrs["classes"],
+                    beta=cg.float_lit(op.attrs["beta"]))
+
+    c_call = """\
+result->loss = pockmcu_softmax_xent_grad_s8({{ptr(p)}}, {{classes}}, *(const int32_t *)label, {{beta}},
+                                            nll_table, {{ptr(dl)}});"""
+
+
+def nll_table() -> np.ndarray:
+    """-ln(p) for the int8 softmax output q (p = (q + 128) / 256, and 1/512 for q = -128)."""
+    p = np.maximum(np.arange(256, dtype=np.float64), 0.5) / 256.0
+    return (-np.log(p)).astype(np.float32)
+
+
+@register
+class MseGrad(OpDef):
+    """Mean squared error against a float target: grad = 2 (y - t) / n, y dequantized."""
+
+    kind = "MSE_GRAD"
+    io_dtypes = ("int8", "float32")
+
+    def reference(self, g: Graph, op: Op, xs):
+        y = g.t(op.inputs[0])
+        yr = xs[0].astype(np.float64)
+        if y.dtype == "int8":
+            yr = y.quant.s * (yr - y.quant.zp)
+        t = np.asarray(g.state["target"], np.float64).reshape(yr.shape)
+        d = yr - t
+        g.state["loss"] = float(np.mean(d * d))
+        return [2 * d / d[0].size]
+
+    def c_context(self, g, op, cg):
+        y = g.t(op.inputs[0])
+        return dict(y=y, dl=g.t(op.outputs[0]), int8=y.dtype == "int8",
+                    scale=cg.float_lit(y.quant.s) if y.quant else "1.0f", zp=y.quant.zp if y.quant else 0)
+
+    c_call = """\
+{% if int8 %}
+result->loss = pockmcu_mse_grad_s8({{ptr(y)}}, {{y.size}}, {{scale}}, {{zp}}, (const float *)label, {{ptr(dl)}});
+{% else %}
+result->loss = pockmcu_mse_grad_f32({{ptr(y)}}, {{y.size}}, (const float *)label, {{ptr(dl)}});
+{% endif %}"""
