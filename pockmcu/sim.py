@@ -3,6 +3,10 @@
     m = pockmcu.sim.load("out/")
     y = m.invoke(x)          # x: [N, *input_shape[1:]] in the model's input dtype
 
+Models loaded from the same OUT share one library and so one arena and one set of
+parameters; ``load`` runs ``pockmcu_init()``, which for a --train build restores the
+initial parameters.
+
 The library is built by OUT/Makefile (``make host``) and copied to a file
 named after its contents before loading, so a rebuilt OUT is never served by
 a stale library that the process already loaded.

@@ -56,6 +56,8 @@ EXPECTED = {
     "concat_axis1": ((1, 8, 6, 3), "int8", ["MAX_POOL_2D", "CONCATENATION"]),
     "keras_flatten": ((1, 5), "int8", ["CONV_2D", "SHAPE", "STRIDED_SLICE", "PACK",
                                         "RESHAPE", "FULLY_CONNECTED"]),
+    "train_mixed": ((1, 5), "int8", ["CONV_2D", "PAD", "MAX_POOL_2D", "CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D",
+                                     "CONCATENATION", "MEAN", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"]),
     "small_cnn": ((1, 10), "int8", ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D", "ADD",
                                     "CONV_2D", "CONV_2D", "AVERAGE_POOL_2D", "MEAN",
                                     "FULLY_CONNECTED", "SOFTMAX"]),

@@ -59,6 +59,7 @@ def sgd_update(q: np.ndarray, grad: np.ndarray, coef, g: Graph, key: str, lo: in
         v[:] = mom * v + gq
         gq = v.copy()
     delta = (-lr * gq).astype(F32)
+    st.setdefault("deltas", {})[key] = (-float(st["lr"]) * np.asarray(gq, np.float64))  # for rounding checks
     rng = st["rng"][key]
     out = q.astype(np.int64).reshape(-1).copy()
     for k in range(out.size):

@@ -1,0 +1,199 @@
+"""On-device training: the generated train_step against the numpy float reference,
+host simulation against QEMU, export against the TFLite Micro interpreter, and the
+training graph's structure (dead code, reordering, sparse channels)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, SHARED, tflm_run
+from pockmcu.codegen import write_project
+from pockmcu.compiler import TrainOptions, compile_model
+from pockmcu.export import export_tflite
+from pockmcu.train import Data, HostTrainer, read_params, train_on_target, write_params
+from pockmcu.training.reference import ReferenceTrainer
+
+SPARSE = {  # shaped like the Tiny Training Engine's schemes: biases of the last layers, a few weight layers
+    "mlperf_kws_dscnn": {"bias": {"last": 4}, "weights": [{"layer": -1, "ratio": 1.0}, {"layer": -2, "ratio": 0.5}],
+                         "optimizer": {"kind": "sgd", "lr": 0.05}},
+    "mlperf_ic_resnet8": {"bias": {"last": 5}, "weights": [{"layer": -1, "ratio": 1.0}, {"layer": -2, "ratio": 0.25}],
+                          "optimizer": {"kind": "momentum", "lr": 0.02, "momentum": 0.9}},
+    "mlperf_vww_mobilenetv1_96": {"bias": {"last": 6}, "weights": [{"layer": -1, "ratio": 1.0},
+                                                                    {"layer": -2, "ratio": 0.125},
+                                                                    {"layer": -3, "ratio": 0.5}],
+                                  "optimizer": {"kind": "sgd", "lr": 0.05}},
+}
+
+
+def make(model, spec, tmp_path, loss="xent", reorder=True, ram="512KB"):
+    from pockmcu.compiler import parse_size
+
+    c = compile_model(model, ram=parse_size(ram), train=TrainOptions(spec=json.dumps(spec), loss=loss,
+                                                                     reorder=reorder))
+    out = write_project(c, tmp_path / model.stem)
+    return c, out
+
+
+def random_data(c, n, seed):
+    g = c.graph
+    x = g.t(g.inputs[0])
+    rng = np.random.default_rng(seed)
+    xs = rng.integers(-128, 128, (n,) + x.shape[1:]).astype(np.int8)
+    if c.train.loss == "xent":
+        ys = rng.integers(0, g.t(g.outputs[0]).shape[-1], n).astype(np.int32)
+    else:
+        ys = rng.standard_normal((n,) + g.t(g.outputs[0]).shape[1:]).astype(np.float32)
+    return Data(xs, ys)
+
+
+def unpack(c, raw: bytes) -> dict[str, np.ndarray]:
+    out, pos = {}, 0
+    for t in c.train.trainable_tensors:
+        tensor = c.graph.t(t)
+        out[t] = np.frombuffer(raw[pos:pos + tensor.nbytes], tensor.np_dtype).reshape(tensor.shape)
+        pos += tensor.nbytes
+    assert pos == len(raw)
+    return out
+
+
+@pytest.mark.parametrize("stem", list(SPARSE))
+def test_one_step_equals_float_reference(stem, tmp_path):
+    """After one step every trained parameter is the float reference's q + delta rounded down or up
+    (stochastic rounding), and with the same RNG streams the rounding picks the same side."""
+    c, out = make(SHARED / f"{stem}.tflite", SPARSE[stem], tmp_path)
+    data = random_data(c, 1, seed=1)
+    host = HostTrainer(out)
+    host.init(7)
+    ref = ReferenceTrainer(c.train, seed=7)
+    loss_c, _, _ = host.step(data.x[0], data.y[0])
+    loss_ref = ref.step(data.x[0], data.y[0])
+    assert abs(loss_c - loss_ref) <= 1e-6 * max(1.0, abs(loss_ref))
+    got = unpack(c, host.params())
+    deltas = ref.tg.graph.state["deltas"]
+    changed = 0
+    for t, new in got.items():
+        old = c.graph.t(t).data
+        np.testing.assert_array_equal(new, ref.params()[t], err_msg=t)
+        d = deltas[t]
+        moved = (new.astype(np.int64) - old.astype(np.int64))
+        # the trained part: old + delta rounded either way (saturation aside)
+        trained = moved.reshape(-1)[: 0] if False else None  # noqa: F841 (kept simple below)
+        lo, hi = (-127, 127) if new.dtype == np.int8 else (-2**31, 2**31 - 1)
+        sel = np.flatnonzero(np.isin(np.arange(old.size), np.arange(old.size)))  # every element
+        changed += int(np.count_nonzero(moved))
+        flat_old, flat_new = old.reshape(-1).astype(np.float64), new.reshape(-1).astype(np.float64)
+        part = _trained_part(c, t, flat_old.size)
+        want = flat_old[part] + d
+        assert np.all(flat_new[part] >= np.clip(np.floor(want) - 1e-9, lo, hi)), t
+        assert np.all(flat_new[part] <= np.clip(np.ceil(want) + 1e-9, lo, hi)), t
+        frozen = np.setdiff1d(np.arange(old.size), part)
+        np.testing.assert_array_equal(flat_new[frozen], flat_old[frozen], err_msg=f"{t}: frozen part moved")
+        del sel
+    assert changed > 0
+
+
+def _trained_part(c, tensor: str, size: int) -> np.ndarray:
+    """Flat indices, in update order, of the elements of ``tensor`` that train."""
+    for op in c.train.schedule:
+        if op.attrs.get("bias") == tensor:
+            return np.arange(size)
+        if op.attrs.get("weights") == tensor:
+            w = c.graph.t(tensor)
+            idx = np.arange(size).reshape(w.shape)
+            k, b = op.attrs["channels"], op.attrs["channel_begin"]
+            if op.kind == "DEPTHWISE_CONV_2D_WGRAD_UPDATE":
+                m = op.attrs["layer"].attrs["ch_mult"]
+                return idx[0, :, :, b * m:(b + k) * m].reshape(-1)
+            return idx[..., b:b + k].reshape(-1)
+    raise AssertionError(tensor)
+
+
+@pytest.mark.parametrize("stem", list(SPARSE))
+def test_host_and_qemu_train_to_identical_parameters(stem, tmp_path):
+    c, out = make(SHARED / f"{stem}.tflite", SPARSE[stem], tmp_path)
+    data = random_data(c, 20, seed=2)
+    host = HostTrainer(out)
+    host.train(data, epochs=1, seed=5, log=lambda *_: None)
+    _, raw_dev, _ = train_on_target(out, "qemu-m4", data, epochs=1, seed=5, log=lambda *_: None)
+    assert raw_dev == host.params()
+    assert raw_dev != b"".join(c.graph.t(t).data.tobytes() for t in c.train.trainable_tensors)
+
+
+TRAIN_FIXTURES = [  # (fixture, loss): every op with a gradient rule on a path to a trained layer
+    ("small_cnn", "xent"), ("train_mixed", "xent"), ("add_residual_relu", "mse"), ("concat_channels", "mse"),
+    ("dwconv_3x3_s2_same_mult2_relu6", "mse"),
+    ("conv_5x3_s2_same_relu6", "mse"), ("conv_3x3_dil2_valid_pertensor", "mse"), ("fc_4d_input", "mse"),
+    ("keras_flatten", "mse"), ("quant_float_io", "mse"), ("dwconv_mult8_1ch", "mse"),
+]
+
+
+@pytest.mark.parametrize("stem,loss", TRAIN_FIXTURES)
+def test_full_update_c_equals_reference(stem, loss, tmp_path):
+    """Full update (every weight and bias), 3 steps with momentum and batch 2: the generated C and the
+    numpy reference end with the same bytes; gradients flow through every op of the fixture."""
+    spec = {"bias": "all", "weights": "all", "optimizer": {"kind": "momentum", "lr": 0.01, "momentum": 0.5},
+            "batch": 2}
+    model = FIXTURES / f"{stem}.tflite"
+    try:
+        c, out = make(model, spec, tmp_path, loss=loss)
+    except Exception as exc:  # a fixture without a trainable layer is a test bug, not a skip
+        raise AssertionError(f"{stem}: {exc}") from exc
+    g = c.graph
+    rng = np.random.default_rng(4)
+    x = g.t(g.inputs[0])
+    xs = (rng.standard_normal((3,) + x.shape[1:]).astype(np.float32) if x.dtype == "float32"
+          else rng.integers(-128, 128, (3,) + x.shape[1:]).astype(np.int8))
+    data = random_data(c, 3, seed=4)
+    host = HostTrainer(out)
+    host.init(11)
+    ref = ReferenceTrainer(c.train, seed=11)
+    for i in range(3):
+        host.step(xs[i], data.y[i])
+        ref.step(xs[i], data.y[i])
+    got = unpack(c, host.params())
+    for t, want in ref.params().items():
+        np.testing.assert_array_equal(got[t], want, err_msg=t)
+    assert any((got[t] != g.t(t).data).any() for t in got)
+
+
+def test_dead_code_elimination_and_reordering(tmp_path):
+    kws = SHARED / "mlperf_kws_dscnn.tflite"
+    c, _ = make(kws, {"bias": "none", "weights": [{"layer": -1}]}, tmp_path)
+    kinds = [op.kind for op in c.train.schedule]
+    assert not any(k.endswith("GRAD_INPUT") for k in kinds), "last-layer training must not back-propagate"
+    c2, out2 = make(kws, SPARSE["mlperf_kws_dscnn"], tmp_path)
+    names = [op.name for op in c2.train.schedule]
+    assert names.index("conv4_wgrad_update") < names.index("conv4_grad_input")  # update before input gradient
+    assert not any(n.startswith(("conv3_", "dwconv2_")) and "grad" in n for n in names)  # stops at dwconv3
+    plan = json.loads((out2 / "plan.json").read_text())
+    assert plan["training"]["reorder"] is True
+    assert [s["phase"] for s in plan["steps"]].count("backward") == len(c2.train.schedule) - c2.train.n_forward
+    c3, _ = make(kws, SPARSE["mlperf_kws_dscnn"], tmp_path / "nr", reorder=False)
+    names3 = [op.name for op in c3.train.schedule]
+    assert names3.index("conv4_wgrad_update") > names3.index("dwconv3_mask_apply")  # deferred to the end
+    assert c3.plan.arena_bytes > c2.plan.arena_bytes
+
+
+def test_channel_sparse_saves_only_trained_channels(tmp_path):
+    c, _ = make(SHARED / "mlperf_kws_dscnn.tflite", SPARSE["mlperf_kws_dscnn"], tmp_path)
+    saved = c.graph.t("conv4_saved_input")
+    assert saved.shape == (1, 25, 5, 32) and saved.dtype == "int8"
+
+
+def test_export_matches_device(tmp_path):
+    """Train, save, export: TFLite Micro on the exported model gives the trained model's outputs."""
+    kws = SHARED / "mlperf_kws_dscnn.tflite"
+    c, out = make(kws, SPARSE["mlperf_kws_dscnn"], tmp_path)
+    data = random_data(c, 12, seed=8)
+    host = HostTrainer(out)
+    host.train(data, epochs=2, seed=1, log=lambda *_: None)
+    write_params(tmp_path / "p.bin", json.loads((out / "plan.json").read_text()), host.params())
+    assert [n for n, _, _ in read_params(tmp_path / "p.bin")] == c.train.trainable_tensors
+    export_tflite(out, tmp_path / "p.bin", tmp_path / "trained.tflite")
+    x = random_data(c, 6, seed=9).x
+    trained = host.model.invoke(x)  # the trainer's library, parameters now trained
+    np.testing.assert_array_equal(tflm_run(tmp_path / "trained.tflite", x), trained)
+    assert not np.array_equal(tflm_run(kws, x), trained)
