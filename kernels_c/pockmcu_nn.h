@@ -338,6 +338,260 @@ arm_cmsis_nn_status pockmcu_dequantize_s8_f32(const int8_t *input_data,
                                               int32_t zero_point,
                                               float *output_data);
 
+/*
+ * Axis permutation of a 4-D int8 tensor: output shape[k] = input shape[perm[k]]
+ * (numpy x.transpose(perm)); perm holds 4 entries. Lower ranks are padded
+ * with leading size-1 axes.
+ */
+arm_cmsis_nn_status pockmcu_transpose_s8(const int8_t *input_data,
+                                         const cmsis_nn_dims *input_dims,
+                                         const int32_t *perm,
+                                         int8_t *output_data);
+
+/*
+ * TFLM int8 -> int8 requantization (QUANTIZE int8 -> int8):
+ * clamp(MultiplyByQuantizedMultiplier(x + input_offset, multiplier, shift)
+ * + output_offset, act_min, act_max); multiplier/shift from
+ * QuantizeMultiplier(s_in / s_out). input_offset = -input_zero_point.
+ */
+arm_cmsis_nn_status pockmcu_requantize_s8(const int8_t *input_data,
+                                          int32_t size,
+                                          int32_t input_offset,
+                                          int32_t multiplier,
+                                          int32_t shift,
+                                          int32_t output_offset,
+                                          int32_t act_min,
+                                          int32_t act_max,
+                                          int8_t *output_data);
+
+/* uint8 <-> int8 at the same scale (zero point +-128): x ^ 0x80, either direction. */
+arm_cmsis_nn_status pockmcu_flip_sign_8(const void *input_data, int32_t size, void *output_data);
+
+/* ==== training kernels (backward + update) ============================== */
+/*
+ * Gradients are float32 w.r.t. REAL (dequantized) values; saved activations
+ * are int8 and dequantized on the fly. Every loop has a fixed, documented
+ * summation order (see each kernels_c/pockmcu_*.c) so host and Cortex-M give
+ * identical bits (build with -ffp-contract=off; no FMA, no libm, no malloc).
+ *
+ * Update rule (pockmcu_update_s8 / _s32, used by every *_update_* kernel),
+ * per trainable element k in increasing k:
+ *   g = grad[k] * coef        (QAS folded into coef by the compiler)
+ *   if accum:    accum[k] += g; if !opt->apply: next k;
+ *                g = accum[k] / (float)opt->batch; accum[k] = 0
+ *   if velocity: velocity[k] = opt->momentum * velocity[k] + g; g = velocity[k]
+ *   q[k] = saturate(q[k] + pockmcu_stochastic_round(-opt->lr * g, rng))
+ *          (int8: [-127, 127]; int32: int32 range)
+ * One RNG draw per updated element, none for accumulate-only calls.
+ */
+typedef struct
+{
+    float lr;       /* learning rate */
+    float momentum; /* 0: plain SGD */
+    int32_t batch;  /* samples per update, >= 1 */
+    int32_t apply;  /* 1: this sample ends a batch, apply the update; 0: only accumulate */
+} pockmcu_optimizer;
+
+/* x ^= x << 13; x ^= x >> 17; x ^= x << 5; returns new x; state != 0 */
+uint32_t pockmcu_xorshift32(uint32_t *state);
+
+/* floor(x + u), u = (xorshift32(rng) >> 8) * 2^-24; x clamped to +-2^30
+ * first (NaN -> 0); x + u in float32. */
+int32_t pockmcu_stochastic_round(float x, uint32_t *rng);
+
+void pockmcu_update_s8(int8_t *q,
+                       const float *grad,
+                       int32_t n,
+                       float coef,
+                       float *accum,
+                       float *velocity,
+                       const pockmcu_optimizer *opt,
+                       uint32_t *rng);
+
+/* coef per element; int32 saturation. */
+void pockmcu_update_s32(int32_t *q,
+                        const float *grad,
+                        int32_t n,
+                        const float *coef,
+                        float *accum,
+                        float *velocity,
+                        const pockmcu_optimizer *opt,
+                        uint32_t *rng);
+
+/* grad_input (fully written) [n,h,w,c] = sum over (oh,ow,i,j,o), h = oh*stride_h
+ * - pad_h + i*dil_h (same for w) in bounds, of grad_output[n,oh,ow,o] *
+ * filter_scale[o] * filter[o,i,j,c]. No groups (input c == filter c). */
+arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *conv_params,
+                                                const cmsis_nn_dims *input_dims,
+                                                const cmsis_nn_dims *filter_dims,
+                                                const int8_t *filter,
+                                                const float *filter_scale,
+                                                const cmsis_nn_dims *output_dims,
+                                                const float *grad_output,
+                                                float *grad_input);
+
+/* Depthwise: filter 1HWC, oc = ic*ch_mult + m, filter_scale per oc. */
+arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_f32(const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                          const cmsis_nn_dims *input_dims,
+                                                          const cmsis_nn_dims *filter_dims,
+                                                          const int8_t *filter,
+                                                          const float *filter_scale,
+                                                          const cmsis_nn_dims *output_dims,
+                                                          const float *grad_output,
+                                                          float *grad_input);
+
+/* input_dims: n = batches, c = in features; filter_dims: n = in, c = out (as the
+ * forward); real weight = filter_scale[o] * (filter[o][i] + filter_offset). */
+arm_cmsis_nn_status pockmcu_fully_connected_grad_input_f32(const cmsis_nn_dims *input_dims,
+                                                           const cmsis_nn_dims *filter_dims,
+                                                           const int8_t *filter,
+                                                           int32_t filter_offset,
+                                                           const float *filter_scale,
+                                                           const float *grad_output,
+                                                           float *grad_input);
+
+/*
+ * Conv weight gradient fused with the update. input = saved trainable input
+ * channels [channel_begin, channel_begin + k), input_dims->c = k; filter_dims
+ * the full OHWI filter. Per output channel o: G[i][j][c'] (in ctx->buf) = sum
+ * over n, oh, ow of grad_output[n,oh,ow,o] * (input[n,ih,iw,c'] + input_offset),
+ * then the update rule on filter[o][i][j][channel_begin + c'] with coef[o];
+ * accum / velocity NULL or O*KH*KW*k floats [o][i][j][c'].
+ * ctx->buf: get_buffer_size() bytes (KH*KW*k floats), ctx->size checked.
+ */
+arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
+                                                 const cmsis_nn_conv_params *conv_params,
+                                                 const cmsis_nn_dims *input_dims,
+                                                 const int8_t *input,
+                                                 const cmsis_nn_dims *filter_dims,
+                                                 int8_t *filter,
+                                                 int32_t channel_begin,
+                                                 const cmsis_nn_dims *output_dims,
+                                                 const float *grad_output,
+                                                 const float *coef,
+                                                 float *accum,
+                                                 float *velocity,
+                                                 const pockmcu_optimizer *opt,
+                                                 uint32_t *rng);
+
+int32_t pockmcu_conv_wgrad_update_s8_get_buffer_size(const cmsis_nn_dims *input_dims,
+                                                     const cmsis_nn_dims *filter_dims);
+
+/*
+ * Depthwise weight gradient fused with the update. input_dims->c = k saved
+ * input channels from channel_begin; filter_dims = {1, KH, KW, C_out}; output
+ * channels [channel_begin*ch_mult, (channel_begin+k)*ch_mult) are trained;
+ * coef per output channel (length C_out); accum / velocity NULL or
+ * KH*KW*k*ch_mult floats [i][j][c'*ch_mult+m]. Processed tap by tap (i, j);
+ * ctx->buf needs k*ch_mult floats, get_buffer_size() returns the bound
+ * C_out floats (in bytes); ctx->size checked.
+ */
+arm_cmsis_nn_status pockmcu_depthwise_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
+                                                           const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                           const cmsis_nn_dims *input_dims,
+                                                           const int8_t *input,
+                                                           const cmsis_nn_dims *filter_dims,
+                                                           int8_t *filter,
+                                                           int32_t channel_begin,
+                                                           const cmsis_nn_dims *output_dims,
+                                                           const float *grad_output,
+                                                           const float *coef,
+                                                           float *accum,
+                                                           float *velocity,
+                                                           const pockmcu_optimizer *opt,
+                                                           uint32_t *rng);
+
+int32_t pockmcu_depthwise_conv_wgrad_update_s8_get_buffer_size(const cmsis_nn_dims *input_dims,
+                                                               const cmsis_nn_dims *filter_dims);
+
+/* FC weight gradient fused with the update: input_dims n = batches, c = k saved
+ * features; G[o][i'] = sum over b of grad_output[b][o] * (input[b][i'] +
+ * input_offset); update filter[o][channel_begin + i'] with coef[o];
+ * accum / velocity NULL or out*k floats [o][i']. */
+arm_cmsis_nn_status pockmcu_fully_connected_wgrad_update_s8(const cmsis_nn_dims *input_dims,
+                                                            const int8_t *input,
+                                                            int32_t input_offset,
+                                                            const cmsis_nn_dims *filter_dims,
+                                                            int8_t *filter,
+                                                            int32_t channel_begin,
+                                                            const float *grad_output,
+                                                            const float *coef,
+                                                            float *accum,
+                                                            float *velocity,
+                                                            const pockmcu_optimizer *opt,
+                                                            uint32_t *rng);
+
+/* g[o] = sum over p ascending of grad_output[p*channels + o]; then the update
+ * rule with coef[o] (int32 saturation); accum / velocity NULL or channels floats. */
+void pockmcu_bias_update_s32(int32_t *bias,
+                             const float *grad_output,
+                             int32_t positions,
+                             int32_t channels,
+                             const float *coef,
+                             float *accum,
+                             float *velocity,
+                             const pockmcu_optimizer *opt,
+                             uint32_t *rng);
+
+/* 1-bit masks: bit k (byte k/8, bit k%8, LSB first) = 1 iff lo < x[k] < hi. */
+void pockmcu_mask_pack_s8(const int8_t *x, int32_t n, int32_t lo, int32_t hi, uint8_t *mask);
+/* grad[k] = 0 where bit k is 0 (in place). */
+void pockmcu_mask_apply_f32(float *grad, const uint8_t *mask, int32_t n);
+/* (n + 7) / 8 */
+int32_t pockmcu_mask_bytes(int32_t n);
+
+/* Average pooling backward: each output gradient / (in-bounds taps of its
+ * window, as the forward counts) added to each in-bounds input of the window. */
+arm_cmsis_nn_status pockmcu_avgpool_grad_f32(const cmsis_nn_pool_params *pool_params,
+                                             const cmsis_nn_dims *input_dims,
+                                             const cmsis_nn_dims *filter_dims,
+                                             const cmsis_nn_dims *output_dims,
+                                             const float *grad_output,
+                                             float *grad_input);
+
+/* Max pooling backward: each output gradient goes to the FIRST maximum of its
+ * window in scan order (i outer, j inner), in-bounds taps only. */
+arm_cmsis_nn_status pockmcu_max_pool_grad_f32(const cmsis_nn_pool_params *pool_params,
+                                              const cmsis_nn_dims *input_dims,
+                                              const int8_t *input,
+                                              const cmsis_nn_dims *filter_dims,
+                                              const cmsis_nn_dims *output_dims,
+                                              const float *grad_output,
+                                              float *grad_input);
+
+/* MEAN over H, W backward: grad_input = grad_output[n][c] / (h*w) everywhere. */
+void pockmcu_mean_grad_f32(const cmsis_nn_dims *input_dims, const float *grad_output, float *grad_input);
+
+/* PAD backward (crop); input_dims unpadded, as arm_pad_s8. */
+arm_cmsis_nn_status pockmcu_pad_grad_f32(const cmsis_nn_dims *input_dims,
+                                         const cmsis_nn_dims *pre_pad,
+                                         const cmsis_nn_dims *post_pad,
+                                         const float *grad_output,
+                                         float *grad_input);
+
+/* dst[r][0..chunk) = src[r][offset..offset+chunk), r < outer, rows of src_row. */
+void pockmcu_slice_f32(const float *src, int32_t outer, int32_t src_row, int32_t offset, int32_t chunk, float *dst);
+void pockmcu_slice_s8(const int8_t *src, int32_t outer, int32_t src_row, int32_t offset, int32_t chunk, int8_t *dst);
+/* out[k] = a[k] + b[k]; out may alias a or b. */
+void pockmcu_add_f32(const float *a, const float *b, float *out, int32_t n);
+
+/* probs: int8 softmax output (scale 1/256, zp -128); grad_logits[c] = beta *
+ * ((probs[c] + 128) / 256 - (c == label)); returns nll_table[probs[label] + 128]. */
+float pockmcu_softmax_xent_grad_s8(const int8_t *probs,
+                                   int32_t classes,
+                                   int32_t label,
+                                   float beta,
+                                   const float *nll_table,
+                                   float *grad_logits);
+
+/* d_k = scale * (y[k] - zero_point) - target[k]; grad[k] = 2 * d_k / n;
+ * returns (sum_k d_k^2, ascending) / n. */
+float pockmcu_mse_grad_s8(const int8_t *y, int32_t n, float scale, int32_t zero_point, const float *target,
+                          float *grad);
+float pockmcu_mse_grad_f32(const float *y, int32_t n, const float *target, float *grad);
+
+/* ==== end of training kernels ========================================== */
+
 #ifdef __cplusplus
 }
 #endif

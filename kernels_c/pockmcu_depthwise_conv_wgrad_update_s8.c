@@ -1,0 +1,137 @@
+/*
+ * pockmcu_depthwise_conv_wgrad_update_s8 - weight gradient of a depthwise
+ * convolution fused with the int8 weight update.
+ *
+ * input (SAVED) = {N, H, W, k}: input channels [channel_begin,
+ * channel_begin + k) of the layer's real input. filter_dims = {1, KH, KW,
+ * C_out}, C_out = C_in * ch_mult, output channel oc = ic * ch_mult + m; the
+ * trained output channels are [channel_begin*ch_mult, (channel_begin+k)*ch_mult).
+ * coef has C_out entries (indexed by the real oc); accum / velocity are NULL
+ * or KH*KW*k*ch_mult floats indexed [i][j][c'*ch_mult + m].
+ *
+ * For each tap (i, j) (ascending, row-major):
+ *   1. G (ctx->buf, k*ch_mult floats, [c'*ch_mult + m]) is zeroed, then for
+ *      n, oh, ow ascending with (ih, iw) in bounds, c', m ascending:
+ *        G[c'*ch_mult+m] += grad_output[n,oh,ow,oc] * (float)(input[n,ih,iw,c'] + input_offset)
+ *      (oc = (channel_begin + c')*ch_mult + m): each element sums over
+ *      (n, oh, ow) ascending from +0;
+ *   2. G[t] *= coef[oc], then pockmcu_update_s8 on the k*ch_mult contiguous
+ *      elements filter[i][j][channel_begin*ch_mult + t] with coef 1.0f (this
+ *      is bit-identical to the rule g = G * coef[oc], since x * 1.0f == x).
+ * So the update visits the trainable elements in increasing [i][j][t] order.
+ *
+ * ctx->buf: at least k*ch_mult floats (the size query returns C_out floats,
+ * an upper bound, as it does not know ch_mult), float aligned;
+ * ARM_CMSIS_NN_ARG_ERROR if it is NULL or ctx->size is smaller than
+ * k*ch_mult*4 bytes, or for bad parameters.
+ */
+#include <string.h>
+
+#include "pockmcu_nn.h"
+
+arm_cmsis_nn_status pockmcu_depthwise_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
+                                                           const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                           const cmsis_nn_dims *input_dims,
+                                                           const int8_t *input,
+                                                           const cmsis_nn_dims *filter_dims,
+                                                           int8_t *filter,
+                                                           int32_t channel_begin,
+                                                           const cmsis_nn_dims *output_dims,
+                                                           const float *grad_output,
+                                                           const float *coef,
+                                                           float *accum,
+                                                           float *velocity,
+                                                           const pockmcu_optimizer *opt,
+                                                           uint32_t *rng)
+{
+    const int32_t batches = input_dims->n;
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t k_ch = input_dims->c;
+    const int32_t ch_mult = dw_conv_params->ch_mult;
+    const int32_t out_c = filter_dims->c;
+    const int32_t k_h = filter_dims->h;
+    const int32_t k_w = filter_dims->w;
+    const int32_t out_h = output_dims->h;
+    const int32_t out_w = output_dims->w;
+    const int32_t stride_h = dw_conv_params->stride.h;
+    const int32_t stride_w = dw_conv_params->stride.w;
+    const int32_t dil_h = dw_conv_params->dilation.h;
+    const int32_t dil_w = dw_conv_params->dilation.w;
+    const int32_t pad_h = dw_conv_params->padding.h;
+    const int32_t pad_w = dw_conv_params->padding.w;
+    const int32_t input_offset = dw_conv_params->input_offset;
+    const int32_t oc_begin = channel_begin * ch_mult;
+    const int32_t n_train = k_ch * ch_mult;
+    float *g;
+    int32_t ky, kx, b, oy, ox, c, m, t;
+
+    if (stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1 || ch_mult < 1 || k_ch < 0 ||
+        channel_begin < 0 || out_c % ch_mult != 0 || channel_begin + k_ch > out_c / ch_mult ||
+        output_dims->c != out_c || k_h < 0 || k_w < 0)
+    {
+        return ARM_CMSIS_NN_ARG_ERROR;
+    }
+    if (n_train == 0 || k_h == 0 || k_w == 0)
+    {
+        return ARM_CMSIS_NN_SUCCESS;
+    }
+    if (ctx == NULL || ctx->buf == NULL || ctx->size < (int32_t)(n_train * (int32_t)sizeof(float)))
+    {
+        return ARM_CMSIS_NN_ARG_ERROR;
+    }
+    g = (float *)ctx->buf;
+
+    for (ky = 0; ky < k_h; ky++)
+    {
+        for (kx = 0; kx < k_w; kx++)
+        {
+            const int32_t tap = ky * k_w + kx;
+            memset(g, 0, (size_t)n_train * sizeof(float));
+            for (b = 0; b < batches; b++)
+            {
+                for (oy = 0; oy < out_h; oy++)
+                {
+                    const int32_t iy = oy * stride_h - pad_h + ky * dil_h;
+                    if (iy < 0 || iy >= in_h)
+                    {
+                        continue;
+                    }
+                    for (ox = 0; ox < out_w; ox++)
+                    {
+                        const int32_t ix = ox * stride_w - pad_w + kx * dil_w;
+                        const int8_t *x;
+                        const float *go;
+                        if (ix < 0 || ix >= in_w)
+                        {
+                            continue;
+                        }
+                        x = input + ((b * in_h + iy) * in_w + ix) * k_ch;
+                        go = grad_output + ((b * out_h + oy) * out_w + ox) * out_c + oc_begin;
+                        for (c = 0; c < k_ch; c++)
+                        {
+                            const float xv = (float)((int32_t)x[c] + input_offset);
+                            for (m = 0; m < ch_mult; m++)
+                            {
+                                g[c * ch_mult + m] += go[c * ch_mult + m] * xv;
+                            }
+                        }
+                    }
+                }
+            }
+            for (t = 0; t < n_train; t++)
+            {
+                g[t] = g[t] * coef[oc_begin + t];
+            }
+            pockmcu_update_s8(filter + tap * out_c + oc_begin,
+                              g,
+                              n_train,
+                              1.0f,
+                              accum != NULL ? accum + tap * n_train : NULL,
+                              velocity != NULL ? velocity + tap * n_train : NULL,
+                              opt,
+                              rng);
+        }
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
