@@ -9,7 +9,6 @@ PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.installed
 APT_PKGS   := gcc make gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm python3-venv
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-DEMO_MODEL ?= tests/fixtures/models/small_cnn.tflite
 PYTEST_ARGS ?=
 
 .PHONY: setup apt venv demo test bench fixtures clean
@@ -33,7 +32,7 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 demo: setup
-	$(PY) -m pockmcu.demo $(DEMO_MODEL)
+	$(PY) -m pockmcu.demo
 
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)

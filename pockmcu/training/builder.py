@@ -134,14 +134,14 @@ class TrainBuilder:
         self.grads[tensor] = total
 
     def masked(self, op: Op, dy: str) -> str:
-        """Apply the 1-bit mask of the op's fused activation to its output gradient (in place)."""
-        act = op.attrs.get("activation", "NONE")
-        if act == "NONE":
-            return dy
+        """Zero the output gradient wherever the int8 output was clamped (in place).
+
+        The straight-through estimator of quantization-aware training: an output pinned at the
+        fused activation's bound or at the int8 range (act_min / act_max; -128 / 127 with no
+        activation) passes no gradient. The mask is 1 bit per element, packed in the forward pass.
+        """
         out = self.g.t(op.outputs[0])
-        lo, hi = op.attrs["act_min"], op.attrs["act_max"]
-        if act == "RELU":
-            hi = 128  # no upper cut: saturation at 127 passes the gradient (straight-through)
+        lo, hi = op.attrs.get("act_min", -128), op.attrs.get("act_max", 127)
         n = out.size
         mask = self.new_tensor(f"{op.name}_mask", ((n + 7) // 8,), "uint8")
         self.save_after(op, "MASK_PACK", f"{op.name}_mask_pack", [op.outputs[0]], [mask], lo=int(lo), hi=int(hi))
