@@ -38,7 +38,7 @@ test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 bench: setup
-	$(PY) -m pockmcu.bench --all --train -o BENCHMARKS.md
+	$(PY) -m pockmcu.bench --all --train --digits -o BENCHMARKS.md
 
 # Regenerate the committed fixture models (needs no TensorFlow).
 fixtures: setup

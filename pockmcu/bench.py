@@ -32,6 +32,32 @@ def random_input(spec: dict, n: int = 1, seed: int = 0) -> np.ndarray:
     return rng.integers(info.min, info.max + 1, shape).astype(spec["dtype"])
 
 
+def onnx_vs_onnxruntime(model: str | Path, n: int = 20, seed: int = 0) -> dict:
+    """For an ONNX model: our outputs (the numpy reference, byte-equal to the generated C) against
+    onnxruntime's on n seeded random inputs: largest difference in output LSB and fraction differing."""
+    import onnxruntime as ort
+
+    from .compiler import load_and_check
+    from .reference import run_reference
+
+    g = load_and_check(model)
+    specs = [dict(shape=g.t(t).shape, dtype=g.t(t).dtype) for t in g.inputs]
+    xs = [random_input(s, n, seed + k) for k, s in enumerate(specs)]
+    (ours,) = run_reference(g, *xs)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    theirs = np.concatenate([sess.run(None, {k: x[i:i + 1] for k, x in zip(names, xs)})[0] for i in range(n)])
+    out = g.t(g.outputs[0])
+    if out.quant is None:    # float output: compare in steps of the dequantized tensor's scale
+        s = g.t(next(op for op in g.ops if g.outputs[0] in op.outputs).inputs[0]).quant.s
+        d = np.abs(np.rint(ours.astype(np.float64) / s) - np.rint(theirs.astype(np.float64) / s))
+    else:
+        d = np.abs(ours.astype(np.int64) - theirs.astype(np.int64).reshape(ours.shape))
+    return dict(samples=n, max_lsb=int(d.max()), fraction_differing=float((d > 0).mean()))
+
+
 def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", workdir: Path | None = None) -> dict:
     from .build import build_target, elf_size
     from .codegen import write_project
@@ -42,8 +68,11 @@ def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", wo
     tmp = tempfile.TemporaryDirectory(prefix="pockmcu-bench-") if workdir is None else None
     out = Path(tmp.name if tmp else workdir) / "out"
     try:
+        from .targets import get_target
+
         t0 = time.perf_counter()
-        compiled = compile_model(model, ram=parse_size(ram), target=target)
+        budget = min(parse_size(ram), get_target(target).ram_bytes)   # never more than the part has
+        compiled = compile_model(model, ram=budget, target=target)
         write_project(compiled, out)
         gen_seconds = time.perf_counter() - t0
         plan = read_plan(out)
@@ -61,7 +90,8 @@ def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", wo
                     arena_bytes=plan["arena_bytes"], lower_bound_bytes=plan["lower_bound_bytes"],
                     weights_bytes=plan["flash_bytes"], flash_bytes=size["flash"], ram_bytes=size["ram"],
                     text=size["text"], data=size["data"], bss=size["bss"], gen_seconds=round(gen_seconds, 3),
-                    ops=ops)
+                    ops=ops, **({"onnx_vs_onnxruntime": onnx_vs_onnxruntime(model)}
+                                if str(model).lower().endswith(".onnx") else {}))
     finally:
         if tmp:
             tmp.cleanup()
@@ -74,6 +104,10 @@ def format_bench(r: dict) -> str:
              f"(.data+.bss, includes the stack reserve), flash {r['flash_bytes']} B (.text+.data), gen {r['gen_seconds']} s",
              "",
              f"{'#':>3} {'op':12s} {'kernel':34s} {'instructions':>13} {'MACs':>10} {'MAC/instr':>9}"]
+    if "onnx_vs_onnxruntime" in r:
+        o = r["onnx_vs_onnxruntime"]
+        lines.insert(2, f"vs onnxruntime: {o['fraction_differing']:.2%} of outputs differ, largest difference "
+                        f"{o['max_lsb']} LSB ({o['samples']} random inputs)")
     for o in r["ops"]:
         lines.append(f"{o['step']:3d} {o['name']:12s} {o['kernel'] or '(alias)':34s} {o['instructions']:13,d} "
                      f"{o['macs']:10,d} {o['macs_per_instruction']:9.3f}")
@@ -118,6 +152,12 @@ def markdown(rows: list[dict]) -> str:
             out.append(f"| {r['model']} | {r['target']} | {r['instructions']:,} | {r['macs']:,} | "
                        f"{r['macs_per_instruction']:.3f} | {r['arena_bytes']:,} | {r['lower_bound_bytes']:,} | "
                        f"{r['flash_bytes']:,} | {r['ram_bytes']:,} | {r['gen_seconds']:.2f} |")
+    onnx_rows = {r["model"]: r["onnx_vs_onnxruntime"] for r in rows if "onnx_vs_onnxruntime" in r}
+    if onnx_rows:
+        out += ["", "ONNX models against onnxruntime (our outputs, bit-exact with the generated C, on 20 seeded random "
+                "inputs; onnxruntime requantizes in float, pockmcu in TFLite Micro's fixed point):", "",
+                "| model | outputs differing | largest difference (LSB) |", "|---|---:|---:|"]
+        out += [f"| {m} | {o['fraction_differing']:.2%} | {o['max_lsb']} |" for m, o in onnx_rows.items()]
     return "\n".join(out) + "\n"
 
 
@@ -189,25 +229,70 @@ def bench_training_all(models_dir: Path, log=sys.stderr) -> list[dict]:
     return rows
 
 
+def digits_markdown(log=sys.stderr) -> str:
+    """Transfer learning on the bundled digits model: int8 on-device fine-tuning against float."""
+    from . import digits
+    from .codegen import write_project
+    from .compiler import TrainOptions, compile_model, parse_size
+    from .train import HostTrainer
+
+    md = digits.example()
+    train, test = digits.datasets()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="pockmcu-digits-") as tmp:
+        for scheme, (_, lr) in digits.SCHEMES.items():
+            float_same = md.float_finetune(scheme, digits.EPOCHS, lr, 0)["test_acc"]
+            best = md.FINETUNE_DEFAULTS[scheme]
+            float_best = md.float_finetune(scheme, best["epochs"], best["lr"], 0)["test_acc"]
+            for qas in (True, False):
+                log.write(f"digits {scheme} qas={qas} ...\n")
+                c = compile_model(digits.model_path(), ram=parse_size("256KB"),
+                                  train=TrainOptions(spec=digits.spec_json(scheme, qas)))
+                out = write_project(c, Path(tmp) / f"{scheme}{qas}")
+                h = HostTrainer(out)
+                before = h.evaluate(test)
+                acc = h.train(train, digits.EPOCHS, 0, test, log=lambda *_: None)[-1]["eval_accuracy"]
+                rows.append((scheme, qas, lr, before, acc, float_same, best["lr"], float_best,
+                             c.plan.arena_bytes + c.persistent_ram_bytes))
+    out = ["# Transfer learning: digits 0-4 -> 5-9", "",
+           "Written by `make bench`. The bundled int8 CNN (examples/digits, pretrained in float on digits 0-4 of "
+           f"scikit-learn's load_digits) fine-tuned on digits 5-9 ({len(train.x)} training images, {digits.EPOCHS} "
+           f"epochs, batch 1, SGD, seed 0) by the generated C in host simulation, which QEMU reproduces byte for "
+           f"byte (tests/test_digits_transfer.py); accuracy on the {len(test.x)} held-out 5-9 images. Float = "
+           "PyTorch fine-tuning of the same parameters of the dequantized model, at the same learning rate and "
+           "at the best learning rate found for float.", "",
+           "| parameters | QAS | lr | before | int8 after | float, same lr | float, best lr | RAM B |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for scheme, qas, lr, before, acc, fs, blr, fb, ram in rows:
+        out.append(f"| {scheme} | {'on' if qas else 'off'} | {lr} | {before:.3f} | {acc:.3f} | {fs:.3f} | "
+                   f"{fb:.3f} (lr {blr}) | {ram:,} |")
+    out += ["", "Parameter sets: sparse = biases of the last 3 layers + weights of the last conv and the "
+            "classifier; last = the classifier's weights and bias; full = every weight and bias."]
+    return "\n".join(out) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pockmcu.bench")
     ap.add_argument("--all", action="store_true", help="every model in --models on every QEMU target")
     ap.add_argument("--train", action="store_true", help="the training table (full/sparse, reordered or not)")
+    ap.add_argument("--digits", action="store_true", help="the digits transfer-learning table")
     ap.add_argument("--models", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "models"))
     ap.add_argument("--targets", default=",".join(QEMU_TARGETS))
     ap.add_argument("-o", "--output", default="BENCHMARKS.md")
     args = ap.parse_args(argv)
     sections = []
     if args.all:
-        models = sorted(Path(args.models).glob("*.tflite"))
+        models = sorted(Path(args.models).glob("*.tflite")) + sorted(Path(args.models).glob("*.onnx"))
         if not models:
-            sys.stderr.write(f"no .tflite models in {args.models}\n")
+            sys.stderr.write(f"no .tflite or .onnx models in {args.models}\n")
             return 2
         sections.append(markdown(bench_all(models, args.targets.split(","))))
     if args.train:
         sections.append(training_markdown(bench_training_all(Path(args.models))))
+    if args.digits:
+        sections.append(digits_markdown())
     if not sections:
-        ap.error("give --all, --train or both")
+        ap.error("give --all, --train and/or --digits")
     Path(args.output).write_text("\n".join(sections))
     print(f"wrote {args.output}")
     return 0
