@@ -182,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--train", action="store_true", help="also emit pockmcu_train_step (on-device training)")
     g.add_argument("--update", metavar="SPEC", help="sparse-update spec: a JSON file or the JSON text, e.g. "
                    "'{\"bias\": {\"last\": 4}, \"weights\": [{\"layer\": -1, \"ratio\": 1}]}' "
-                   "(default: every bias and the last layer's weights, SGD lr 0.1)")
+                   "(default: the first that fits --ram of: every bias + the last layer's weights; the last 4 biases + the last layer; the last layer; its bias; SGD lr 0.001)")
     g.add_argument("--loss", choices=["xent", "mse"], help="xent (softmax cross-entropy, default) or mse")
     g.add_argument("--no-reorder", action="store_true",
                    help="run every update after the whole backward pass (exact SGD order, more RAM)")

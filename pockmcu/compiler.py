@@ -105,6 +105,8 @@ def load_and_check(path) -> Graph:
 
 def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT_STACK_BYTES,
                   target: str = "qemu-m4", train: TrainOptions | None = None) -> Compiled:
+    if train is not None and train.spec is None:
+        return _compile_default_training(path, ram, flash, stack, target, train)
     g = load_and_check(path)
     tg = None
     if train is not None:
@@ -122,7 +124,30 @@ def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT
             f"{Path(path).name} needs {c.ram_needed} bytes of RAM (arena {plan.arena_bytes}{persistent} + stack "
             f"{stack} + runtime {RUNTIME_RAM_BYTES}) but --ram is {ram}; raise --ram to at least {c.ram_needed} bytes "
             f"({-(-c.ram_needed // 1024)}KB){' or train fewer parameters (--update)' if tg else ''}")
+    _check_flash(path, c, flash)
+    return c
+
+
+def _compile_default_training(path, ram, flash, stack, target, train: TrainOptions) -> Compiled:
+    """No --update: the first default scheme (training/spec.py DEFAULT_SPECS) whose RAM fits."""
+    import json  # noqa: PLC0415
+
+    from .training.spec import DEFAULT_OPTIMIZER, DEFAULT_SPECS  # noqa: PLC0415
+
+    last = None
+    for spec in DEFAULT_SPECS:
+        opts = TrainOptions(spec=json.dumps(dict(spec, optimizer=DEFAULT_OPTIMIZER)), loss=train.loss,
+                            reorder=train.reorder)
+        try:
+            return compile_model(path, ram, flash, stack, target, opts)
+        except PockError as exc:
+            if "raise --ram" not in str(exc):
+                raise
+            last = exc
+    raise PockError(f"{last} (even the smallest default update, the last layer's bias, does not fit)")
+
+
+def _check_flash(path, c: Compiled, flash: int | None) -> None:
     if flash is not None and c.weights_bytes > flash:
         raise PockError(f"{Path(path).name} has {c.weights_bytes} bytes of weights but --flash is {flash}; "
                         f"raise --flash above {c.weights_bytes} plus code size")
-    return c

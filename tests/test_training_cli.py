@@ -106,3 +106,17 @@ def test_training_budget_too_small(tmp_path):
     r = pockmcu("gen", KWS, "--train", "--update", '{"weights": "all", "bias": "all"}', "--ram", "48KB",
                 "-o", tmp_path / "o")
     one_line_error(r, "train fewer parameters")
+
+
+def test_default_update_fits_the_budget(tmp_path):
+    """Without --update the compiler takes the first documented default scheme that fits --ram."""
+    import json
+
+    big, small = tmp_path / "big", tmp_path / "small"
+    assert pockmcu("gen", KWS, "--train", "--ram", "256KB", "-o", big).returncode == 0
+    assert pockmcu("gen", KWS, "--train", "--ram", "40KB", "-o", small).returncode == 0
+    pb, ps = (json.loads((d / "plan.json").read_text()) for d in (big, small))
+    assert pb["training"]["spec"]["bias"] == "all"
+    assert ps["training"]["spec"]["bias"] == {"last": 1}
+    assert ps["ram_needed_bytes"] <= 40 * 1024 < pb["ram_needed_bytes"]
+    one_line_error(pockmcu("gen", KWS, "--train", "--ram", "20KB", "-o", tmp_path / "x"), "does not fit")

@@ -25,8 +25,16 @@ from ..errors import PockError
 from ..ir import Graph, Op
 
 PARAM_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
-DEFAULT_SPEC = {"bias": "all", "weights": [{"layer": -1, "ratio": 1.0}],
-                "optimizer": {"kind": "sgd", "lr": 0.1, "momentum": 0.0}}
+#: Without --update, the first of these that fits --ram (the budget-driven search is `plan`'s job):
+#: every bias and the classifier's weights; the last 4 biases and the classifier; the classifier; its bias.
+DEFAULT_SPECS = [
+    {"bias": "all", "weights": [{"layer": -1, "ratio": 1.0}]},
+    {"bias": {"last": 4}, "weights": [{"layer": -1, "ratio": 1.0}]},
+    {"bias": {"last": 1}, "weights": [{"layer": -1, "ratio": 1.0}]},
+    {"bias": {"last": 1}},
+]
+DEFAULT_OPTIMIZER = {"kind": "sgd", "lr": 0.001, "momentum": 0.0}
+DEFAULT_SPEC = dict(DEFAULT_SPECS[0], optimizer=DEFAULT_OPTIMIZER)
 
 
 @dataclass
