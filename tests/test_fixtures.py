@@ -56,11 +56,11 @@ EXPECTED = {
     "concat_axis1": ((1, 8, 6, 3), "int8", ["MAX_POOL_2D", "CONCATENATION"]),
     "keras_flatten": ((1, 5), "int8", ["CONV_2D", "SHAPE", "STRIDED_SLICE", "PACK",
                                         "RESHAPE", "FULLY_CONNECTED"]),
-    "train_mixed": ((1, 5), "int8", ["CONV_2D", "PAD", "MAX_POOL_2D", "CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D",
-                                     "CONCATENATION", "MEAN", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"]),
     "small_cnn": ((1, 10), "int8", ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D", "ADD",
                                     "CONV_2D", "CONV_2D", "AVERAGE_POOL_2D", "MEAN",
                                     "FULLY_CONNECTED", "SOFTMAX"]),
+    "train_mixed": ((1, 5), "int8", ["CONV_2D", "PAD", "MAX_POOL_2D", "CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D",
+                                     "CONCATENATION", "MEAN", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"]),
     "bad_float32": ((1, 8, 8, 4), "float32", ["CONV_2D"]),
     "bad_int16": ((1, 8), "int16", ["FULLY_CONNECTED"]),
     "bad_unsupported_op": ((1, 8), "int8", ["FULLY_CONNECTED", "TANH"]),
@@ -126,7 +126,7 @@ def test_fixture_set_matches():
 
 @pytest.mark.parametrize("name", GOOD)
 def test_runs_in_tflm(name):
-    runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
+    runtime = __import__("tflite_micro.python.tflite_micro.runtime", fromlist=["runtime"])
     buf, model = _read(name)
     g = model.Subgraphs(0)
     it = runtime.Interpreter.from_bytes(buf, arena_size=256 * 1024)
