@@ -69,7 +69,7 @@ class Generated:
         from pockmcu.compiler import compile_model, parse_size
 
         self.model = model
-        self.compiled = compile_model(model, ram=parse_size("1MB"))
+        self.compiled = compile_model(model, ram=parse_size("512KB"))  # every part has at least that
         self.out = write_project(self.compiled, out)
         g = self.compiled.graph
         self.input_specs = [g.t(name) for name in g.inputs]
