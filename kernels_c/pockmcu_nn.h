@@ -364,6 +364,23 @@ arm_cmsis_nn_status pockmcu_requantize_s8(const int8_t *input_data,
                                           int32_t act_max,
                                           int8_t *output_data);
 
+/*
+ * Average pooling with requantization in one rounding: per output, the sum of
+ * the in-bounds (x - input_zero_point), times QuantizeMultiplier(s_in / (s_out *
+ * count)) taken from multipliers/shifts[count - 1], plus output_offset, clamped
+ * to pool_params->activation. Dims and padding as arm_avgpool_s8.
+ */
+arm_cmsis_nn_status pockmcu_avgpool_requant_s8(const cmsis_nn_pool_params *pool_params,
+                                               const cmsis_nn_dims *input_dims,
+                                               const int8_t *input_data,
+                                               const cmsis_nn_dims *filter_dims,
+                                               const cmsis_nn_dims *output_dims,
+                                               int32_t input_offset,
+                                               int32_t output_offset,
+                                               const int32_t *multipliers,
+                                               const int32_t *shifts,
+                                               int8_t *output_data);
+
 /* uint8 <-> int8 at the same scale (zero point +-128): x ^ 0x80, either direction. */
 arm_cmsis_nn_status pockmcu_flip_sign_8(const void *input_data, int32_t size, void *output_data);
 

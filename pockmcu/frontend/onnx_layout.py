@@ -34,10 +34,6 @@ class Layout:
     def identity(rank: int) -> "Layout":
         return Layout(tuple(range(rank)))
 
-    @property
-    def is_identity(self) -> bool:
-        return self.pre is None and self.perm == tuple(range(len(self.perm)))
-
     def ir_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """Shape of the IR tensor holding an ONNX value of ``shape`` in this layout."""
         if self.pre is not None:
@@ -88,9 +84,3 @@ def relative_perm(src: Layout, dst: Layout) -> tuple[int, ...]:
     """k with IR_dst = IR_src.transpose(k), for two permutation layouts of the same value."""
     inv = inverse(src.perm)
     return tuple(inv[t] for t in dst.perm)
-
-
-def trivial_perm(perm, shape) -> bool:
-    """A transpose of a tensor of ``shape`` by ``perm`` that only moves size-1 axes (a reshape)."""
-    order = [p for p in perm if shape[p] != 1]
-    return order == sorted(order)

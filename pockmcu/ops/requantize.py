@@ -1,5 +1,7 @@
-"""REQUANTIZE (int8 -> int8, new scale/zero point, optional clamp) and ADD_CONST
-(int8 tensor + int8 constant broadcast along the last axis), added for ONNX.
+"""REQUANTIZE (int8 -> int8, new scale/zero point, optional clamp), ADD_CONST
+(int8 tensor + int8 constant broadcast along the last axis) and AVERAGE_POOL_REQUANT
+(average pooling into another quantization), added for ONNX models whose
+quantized ops TFLite has no single op for.
 
 Semantics:
 - REQUANTIZE: TFLite Micro's int8 -> int8 QUANTIZE (reference_ops::Requantize):
@@ -111,3 +113,74 @@ for (int32_t r = 0; r < {{rows}} && status == ARM_CMSIS_NN_SUCCESS; r++) {
                                     {{q.output_offset}}, {{q.output_multiplier}}, {{q.output_shift}},
                                     {{act_min}}, {{act_max}}, {{block}});
 }"""
+
+
+@register
+class AveragePoolRequant(OpDef):
+    """AVERAGE_POOL_2D whose output has its own scale/zero point, in one rounding (onnxruntime's
+    QLinearAveragePool): out = MultiplyByQuantizedMultiplier(sum(x - zp_in), QuantizeMultiplier(
+    s_in / (s_out * count))) + zp_out over the in-bounds taps, clamped to the fused activation range."""
+
+    kind = "AVERAGE_POOL_REQUANT"
+    kernel = "pockmcu_avgpool_requant_s8"
+    c_status = True
+
+    def check(self, g: Graph, op: Op) -> list[str]:
+        problems = super().check(g, op)
+        if op.attrs.get("activation", "NONE") not in SUPPORTED_ACTIVATIONS:
+            problems.append(op.attrs["activation"])
+        return problems
+
+    def prepare(self, g: Graph, op: Op) -> None:
+        from .base import same_or_valid_pads
+
+        a = op.attrs
+        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        if "pads" not in a:
+            a["pads"] = same_or_valid_pads(a["padding"], x.shape[1:3], a["filter"], a["stride"], (1, 1), y.shape[1:3])
+        pairs = [fp.quantize_multiplier(float(x.quant.s) / (float(y.quant.s) * k))
+                 for k in range(1, a["filter"][0] * a["filter"][1] + 1)]
+        a["multipliers"] = np.array([m for m, _ in pairs], np.int32)
+        a["shifts"] = np.array([s for _, s in pairs], np.int32)
+        a["act_min"], a["act_max"] = fp.activation_range(a.get("activation", "NONE"), y.quant.s, y.quant.zp)
+
+    def reference(self, g: Graph, op: Op, xs):
+        from .pool import pool_taps
+
+        a = op.attrs
+        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        total = np.zeros((xs[0].shape[0],) + y.shape[1:], np.int64)
+        count = np.zeros((1,) + y.shape[1:3] + (1,), np.int64)
+        for vals, valid in pool_taps(xs[0], *a["filter"], a["stride"], a["pads"], y.shape[1:3]):
+            total += np.where(valid, vals - x.quant.zp, 0)
+            count += valid
+        idx = np.broadcast_to(count - 1, total.shape)
+        out = fp.multiply_by_quantized_multiplier(total, a["multipliers"][idx], a["shifts"][idx]) + y.quant.zp
+        return [np.clip(out, a["act_min"], a["act_max"]).astype(np.int8)]
+
+    def describe(self, g: Graph, op: Op) -> str:
+        a, x, y = op.attrs, g.t(op.inputs[0]), g.t(op.outputs[0])
+        return (f"AVERAGE_POOL_REQUANT {a['filter'][0]}x{a['filter'][1]} stride {a['stride'][0]}x{a['stride'][1]} "
+                f"{x.quant.s:.6g}/{x.quant.zp} -> {y.quant.s:.6g}/{y.quant.zp}: {list(x.shape)} -> {list(y.shape)}")
+
+    def c_context(self, g: Graph, op: Op, cg) -> dict:
+        a = op.attrs
+        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        return dict(x=x, y=y, stride=a["stride"], pads=a["pads"], filter=a["filter"], act_min=a["act_min"],
+                    act_max=a["act_max"], in_offset=-x.quant.zp, out_offset=y.quant.zp, n_table=len(a["shifts"]),
+                    multipliers=cg.int_list(a["multipliers"]), shifts=cg.int_list(a["shifts"]))
+
+    c_decls = """\
+static const cmsis_nn_pool_params {{n}}_params = {
+    .stride = {.w = {{stride[1]}}, .h = {{stride[0]}}}, .padding = {.w = {{pads[1]}}, .h = {{pads[0]}}},
+    .activation = {.min = {{act_min}}, .max = {{act_max}}}};
+static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
+static const cmsis_nn_dims {{n}}_filter_dims = {{ '{' }}1, {{filter[0]}}, {{filter[1]}}, 1{{ '}' }};
+static const cmsis_nn_dims {{n}}_output_dims = {{ dims(y.shape) }};
+static const int32_t {{n}}_multipliers[{{n_table}}] = {{ '{' }}{{multipliers}}{{ '}' }};
+static const int32_t {{n}}_shifts[{{n_table}}] = {{ '{' }}{{shifts}}{{ '}' }};
+"""
+    c_call = """\
+status = pockmcu_avgpool_requant_s8(&{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
+                                    &{{n}}_output_dims, {{in_offset}}, {{out_offset}}, {{n}}_multipliers,
+                                    {{n}}_shifts, {{ptr(y)}});"""

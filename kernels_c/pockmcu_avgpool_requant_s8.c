@@ -1,0 +1,93 @@
+/*
+ * pockmcu_avgpool_requant_s8 - int8 average pooling into another scale and
+ * zero point, with a single rounding.
+ *
+ * For every output position the in-bounds taps are summed (count = their
+ * number, padding excluded), and
+ *   out = clamp(MultiplyByQuantizedMultiplier(sum(x - in_zp),
+ *                                              multipliers[count - 1],
+ *                                              shifts[count - 1])
+ *               + out_zp, act_min, act_max)
+ * where multipliers/shifts[k - 1] = QuantizeMultiplier(s_in / (s_out * k)),
+ * one pair per possible count 1 .. filter_h * filter_w. This is how the ONNX
+ * frontend lowers onnxruntime's QLinearAveragePool when the input and output
+ * quantization differ (TFLite's AVERAGE_POOL_2D requires them equal); a
+ * TFLite-style average followed by a requantization would round twice.
+ * input_offset = -input_zero_point, output_offset = output_zero_point.
+ * Needs no scratch buffer.
+ */
+#include "pockmcu_nn.h"
+#include "pockmcu_nn_support.h"
+
+arm_cmsis_nn_status pockmcu_avgpool_requant_s8(const cmsis_nn_pool_params *pool_params,
+                                               const cmsis_nn_dims *input_dims,
+                                               const int8_t *input_data,
+                                               const cmsis_nn_dims *filter_dims,
+                                               const cmsis_nn_dims *output_dims,
+                                               int32_t input_offset,
+                                               int32_t output_offset,
+                                               const int32_t *multipliers,
+                                               const int32_t *shifts,
+                                               int8_t *output_data)
+{
+    const int32_t batches = input_dims->n;
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t ch = input_dims->c;
+    const int32_t out_h = output_dims->h;
+    const int32_t out_w = output_dims->w;
+    const int32_t k_h = filter_dims->h;
+    const int32_t k_w = filter_dims->w;
+    const int32_t stride_h = pool_params->stride.h;
+    const int32_t stride_w = pool_params->stride.w;
+    const int32_t pad_h = pool_params->padding.h;
+    const int32_t pad_w = pool_params->padding.w;
+    int32_t b, oy, ox, c;
+
+    if (stride_h < 1 || stride_w < 1)
+    {
+        return ARM_CMSIS_NN_ARG_ERROR;
+    }
+    for (b = 0; b < batches; b++)
+    {
+        const int8_t *in_batch = input_data + b * in_h * in_w * ch;
+        for (oy = 0; oy < out_h; oy++)
+        {
+            const int32_t in_y0 = oy * stride_h - pad_h;
+            const int32_t ky_start = pockmcu_max_i32(0, -in_y0);
+            const int32_t ky_end = pockmcu_min_i32(k_h, in_h - in_y0);
+            for (ox = 0; ox < out_w; ox++)
+            {
+                const int32_t in_x0 = ox * stride_w - pad_w;
+                const int32_t kx_start = pockmcu_max_i32(0, -in_x0);
+                const int32_t kx_end = pockmcu_min_i32(k_w, in_w - in_x0);
+                int8_t *out = output_data + ((b * out_h + oy) * out_w + ox) * ch;
+                int32_t count, mult, shift;
+
+                if (ky_end <= ky_start || kx_end <= kx_start)
+                {
+                    return ARM_CMSIS_NN_ARG_ERROR;
+                }
+                count = (ky_end - ky_start) * (kx_end - kx_start);
+                mult = multipliers[count - 1];
+                shift = shifts[count - 1];
+                for (c = 0; c < ch; c++)
+                {
+                    int32_t sum = 0;
+                    int32_t ky, kx, y;
+                    for (ky = ky_start; ky < ky_end; ky++)
+                    {
+                        const int8_t *in_row = in_batch + ((in_y0 + ky) * in_w + in_x0 + kx_start) * ch + c;
+                        for (kx = 0; kx < kx_end - kx_start; kx++)
+                        {
+                            sum += (int32_t)in_row[kx * ch] + input_offset;
+                        }
+                    }
+                    y = pockmcu_requantize(sum, mult, shift) + output_offset;
+                    out[c] = (int8_t)pockmcu_clamp_i32(y, pool_params->activation.min, pool_params->activation.max);
+                }
+            }
+        }
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
