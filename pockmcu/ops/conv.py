@@ -87,11 +87,33 @@ class _WindowOp(OpDef):
         op.attrs["multiplier"], op.attrs["shift"] = requant_params(g, op)
         op.attrs["act_min"], op.attrs["act_max"] = fp.activation_range(op.attrs["activation"], y.quant.s, y.quant.zp)
 
+    # CONV_2D and DEPTHWISE_CONV_2D differ only in the params struct and the kernel name.
+    c_decls = """\
+static const int32_t {{n}}_multiplier[{{y.shape[3]}}] = {{ '{' }}{{multiplier}}{{ '}' }};
+static const int32_t {{n}}_shift[{{y.shape[3]}}] = {{ '{' }}{{shift}}{{ '}' }};
+static const {{params_type}} {{n}}_params = {
+    .input_offset = {{in_offset}}, .output_offset = {{out_offset}},{{extra_fields}}
+    .stride = {.w = {{stride[1]}}, .h = {{stride[0]}}}, .padding = {.w = {{pads[1]}}, .h = {{pads[0]}}},
+    .dilation = {.w = {{dilation[1]}}, .h = {{dilation[0]}}}, .activation = {.min = {{act_min}}, .max = {{act_max}}}};
+static const cmsis_nn_per_channel_quant_params {{n}}_quant = {(int32_t *){{n}}_multiplier, (int32_t *){{n}}_shift};
+static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
+static const cmsis_nn_dims {{n}}_filter_dims = {{ dims(w.shape) }};
+static const cmsis_nn_dims {{n}}_bias_dims = {1, 1, 1, {{bias_c}}};
+static const cmsis_nn_dims {{n}}_output_dims = {{ dims(y.shape) }};
+"""
+    c_call = """\
+ctx.buf = {{scratch}};
+ctx.size = {{scratch_size}};
+status = {{kernel}}(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
+    &{{n}}_filter_dims, {{weights}}, &{{n}}_bias_dims, {{bias}}, &{{n}}_output_dims, {{ptr(y)}});"""
+    c_buffer_query = ("{{kernel}}_get_buffer_size(&{{n}}_params, &{{n}}_input_dims, "
+                      "&{{n}}_filter_dims, &{{n}}_output_dims)")
+
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         a = op.attrs
         x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
         has_bias = len(op.inputs) > 2 and bool(op.inputs[2])
-        return dict(
+        return dict(kernel=self.kernel, params_type="cmsis_nn_conv_params", extra_fields="",
             x=x, w=w, y=y, pads=a["pads"], stride=a["stride"], dilation=a["dilation"],
             in_offset=-x.quant.zp, out_offset=y.quant.zp, act_min=a["act_min"], act_max=a["act_max"],
             multiplier=cg.int_list(a["multiplier"]), shift=cg.int_list(a["shift"]),
@@ -137,28 +159,6 @@ class Conv2D(_WindowOp):
         return (f"CONV_2D {w.shape[1]}x{w.shape[2]} stride {a['stride'][0]}x{a['stride'][1]} "
                 f"dilation {a['dilation'][0]}x{a['dilation'][1]} {a['padding']} {a['activation']}: "
                 f"{list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
-
-    c_decls = """\
-static const int32_t {{n}}_multiplier[{{y.shape[3]}}] = {{ '{' }}{{multiplier}}{{ '}' }};
-static const int32_t {{n}}_shift[{{y.shape[3]}}] = {{ '{' }}{{shift}}{{ '}' }};
-static const cmsis_nn_conv_params {{n}}_params = {
-    .input_offset = {{in_offset}}, .output_offset = {{out_offset}},
-    .stride = {.w = {{stride[1]}}, .h = {{stride[0]}}}, .padding = {.w = {{pads[1]}}, .h = {{pads[0]}}},
-    .dilation = {.w = {{dilation[1]}}, .h = {{dilation[0]}}}, .activation = {.min = {{act_min}}, .max = {{act_max}}}};
-static const cmsis_nn_per_channel_quant_params {{n}}_quant = {(int32_t *){{n}}_multiplier, (int32_t *){{n}}_shift};
-static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
-static const cmsis_nn_dims {{n}}_filter_dims = {{ dims(w.shape) }};
-static const cmsis_nn_dims {{n}}_bias_dims = {1, 1, 1, {{bias_c}}};
-static const cmsis_nn_dims {{n}}_output_dims = {{ dims(y.shape) }};
-"""
-    c_call = """\
-ctx.buf = {{scratch}};
-ctx.size = {{scratch_size}};
-status = arm_convolve_wrapper_s8(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
-                                 &{{n}}_filter_dims, {{weights}}, &{{n}}_bias_dims, {{bias}},
-                                 &{{n}}_output_dims, {{ptr(y)}});"""
-    c_buffer_query = ("arm_convolve_wrapper_s8_get_buffer_size(&{{n}}_params, &{{n}}_input_dims, "
-                      "&{{n}}_filter_dims, &{{n}}_output_dims)")
 
 
 @register
@@ -206,30 +206,9 @@ class DepthwiseConv2D(_WindowOp):
                 f"dilation {a['dilation'][0]}x{a['dilation'][1]} {a['padding']} {a['activation']}: "
                 f"{list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
 
-    c_decls = """\
-static const int32_t {{n}}_multiplier[{{y.shape[3]}}] = {{ '{' }}{{multiplier}}{{ '}' }};
-static const int32_t {{n}}_shift[{{y.shape[3]}}] = {{ '{' }}{{shift}}{{ '}' }};
-static const cmsis_nn_dw_conv_params {{n}}_params = {
-    .input_offset = {{in_offset}}, .output_offset = {{out_offset}}, .ch_mult = {{ch_mult}},
-    .stride = {.w = {{stride[1]}}, .h = {{stride[0]}}}, .padding = {.w = {{pads[1]}}, .h = {{pads[0]}}},
-    .dilation = {.w = {{dilation[1]}}, .h = {{dilation[0]}}}, .activation = {.min = {{act_min}}, .max = {{act_max}}}};
-static const cmsis_nn_per_channel_quant_params {{n}}_quant = {(int32_t *){{n}}_multiplier, (int32_t *){{n}}_shift};
-static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
-static const cmsis_nn_dims {{n}}_filter_dims = {{ dims(w.shape) }};
-static const cmsis_nn_dims {{n}}_bias_dims = {1, 1, 1, {{bias_c}}};
-static const cmsis_nn_dims {{n}}_output_dims = {{ dims(y.shape) }};
-"""
-    c_call = """\
-ctx.buf = {{scratch}};
-ctx.size = {{scratch_size}};
-status = arm_depthwise_conv_wrapper_s8(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
-                                       &{{n}}_filter_dims, {{weights}}, &{{n}}_bias_dims, {{bias}},
-                                       &{{n}}_output_dims, {{ptr(y)}});"""
-    c_buffer_query = ("arm_depthwise_conv_wrapper_s8_get_buffer_size(&{{n}}_params, &{{n}}_input_dims, "
-                      "&{{n}}_filter_dims, &{{n}}_output_dims)")
-
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        return dict(super().c_context(g, op, cg), ch_mult=op.attrs["ch_mult"])
+        return dict(super().c_context(g, op, cg), params_type="cmsis_nn_dw_conv_params",
+                    extra_fields=f" .ch_mult = {op.attrs['ch_mult']},")
 
 
 # -- training: gradient rules and the backward ops of CONV_2D / DEPTHWISE_CONV_2D -------------------
