@@ -106,9 +106,9 @@ class CodeGen:
     def optimizer_args(self, t: str) -> dict:
         spec = self.train.spec
         k = self.trainable.index(t)
-        return dict(accum=f"{self.name(t)}_accum" if spec.batch > 1 else "NULL",
-                    velocity=f"{self.name(t)}_velocity" if spec.momentum > 0 else "NULL",
-                    rng=f"&rng_state[{k}]")
+        return dict(accum=f"train.{self.name(t)}_accum" if spec.batch > 1 else "NULL",
+                    velocity=f"train.{self.name(t)}_velocity" if spec.momentum > 0 else "NULL",
+                    rng=f"&train.rng[{k}]")
 
     @staticmethod
     def float_list(values, per_line: int = 6) -> str:

@@ -143,27 +143,38 @@ static void params_copy(uint32_t off, uint8_t *buf, uint32_t n, int write)
 #if BOARD_CKPT_SLOT_BYTES > 0
 static const ckpt_layout layout = {BOARD_CKPT_BASE, BOARD_CKPT_SLOT_BYTES};
 
-/* payload = the counters, then every trainable tensor */
+/* payload = the counters, every trainable tensor, then the training state (step count,
+ * optimizer, RNG streams, momentum): a restored run continues bit for bit */
 static int ckpt_segments(ckpt_seg *segs)
 {
     int n = 0;
+    uint32_t b = 0;
     segs[n].ptr = &st.p;
     segs[n].len = sizeof st.p;
     n++;
     for (int k = 0; k < POCKMCU_NUM_TRAINABLE; k++) {
-        uint32_t b = 0;
         segs[n].ptr = (void *)(uintptr_t)pockmcu_param_tensor(k, &b);
         segs[n].len = b;
         n++;
     }
+    segs[n].ptr = pockmcu_train_state(&b);
+    segs[n].len = b;
+    n++;
     return n;
+}
+
+static uint32_t train_state_bytes(void)
+{
+    uint32_t b = 0;
+    (void)pockmcu_train_state(&b);
+    return b;
 }
 
 /* restore the newest checkpoint into RAM; 0 if there is none */
 static int ckpt_load_newest(void)
 {
     ckpt_info info;
-    ckpt_seg segs[POCKMCU_NUM_TRAINABLE + 1];
+    ckpt_seg segs[POCKMCU_NUM_TRAINABLE + 2];
     ckpt_find(&layout, model_hash, &info);
     if (info.slot < 0) {
         return 0;
@@ -173,7 +184,8 @@ static int ckpt_load_newest(void)
     ckpt_seg one = {&tmp, sizeof tmp};
     ckpt_info head = info;
     head.payload_len = sizeof tmp;
-    if (info.payload_len != sizeof tmp + params_bytes() || ckpt_restore(&layout, &head, &one, 1) != 0 ||
+    if (info.payload_len != sizeof tmp + params_bytes() + train_state_bytes() ||
+        ckpt_restore(&layout, &head, &one, 1) != 0 ||
         tmp.version != 1u) {
         return 0;
     }
@@ -497,7 +509,7 @@ static void cmd_save(const pk_frame *f, pk_msg *m)
         }
         board_flash_cut_budget = (int32_t)(pk_get_u32(f->payload) & 0x7FFFFFFFu);
     }
-    ckpt_seg segs[POCKMCU_NUM_TRAINABLE + 1];
+    ckpt_seg segs[POCKMCU_NUM_TRAINABLE + 2];
     int n = ckpt_segments(segs);
     ckpt_info saved;
     int rc = ckpt_save(&layout, model_hash, segs, n, &saved);

@@ -373,7 +373,7 @@ ctx.buf = {{scratch}};
 ctx.size = {{scratch_size}};
 status = pockmcu_conv_wgrad_update_s8(&ctx, &{{layer}}_params, &{{n}}_input_dims, {{ptr(saved)}},
                                       &{{layer}}_filter_dims, {{weights}}, {{begin}}, &{{layer}}_output_dims,
-                                      {{ptr(dz)}}, {{n}}_coef, {{accum}}, {{velocity}}, &optimizer, {{rng}});"""
+                                      {{ptr(dz)}}, {{n}}_coef, {{accum}}, {{velocity}}, &train.optimizer, {{rng}});"""
     c_buffer_query = "pockmcu_conv_wgrad_update_s8_get_buffer_size(&{{n}}_input_dims, &{{layer}}_filter_dims)"
 
 
@@ -445,7 +445,7 @@ ctx.buf = {{scratch}};
 ctx.size = {{scratch_size}};
 status = pockmcu_depthwise_conv_wgrad_update_s8(&ctx, &{{layer}}_params, &{{n}}_input_dims, {{ptr(saved)}},
                                                 &{{layer}}_filter_dims, {{weights}}, {{begin}}, &{{layer}}_output_dims,
-                                                {{ptr(dz)}}, {{n}}_coef, {{accum}}, {{velocity}}, &optimizer, {{rng}});"""
+                                                {{ptr(dz)}}, {{n}}_coef, {{accum}}, {{velocity}}, &train.optimizer, {{rng}});"""
     c_buffer_query = ("pockmcu_depthwise_conv_wgrad_update_s8_get_buffer_size(&{{n}}_input_dims, "
                       "&{{layer}}_filter_dims)")
 

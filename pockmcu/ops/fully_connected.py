@@ -195,4 +195,4 @@ static const cmsis_nn_dims {{n}}_input_dims = {{ '{' }}{{batches}}, 1, 1, {{k}}{
     c_call = """\
 status = pockmcu_fully_connected_wgrad_update_s8(&{{n}}_input_dims, {{ptr(saved)}}, {{in_offset}},
                                                  &{{layer}}_filter_dims, {{weights}}, {{begin}}, {{ptr(dz)}},
-                                                 {{n}}_coef, {{accum}}, {{velocity}}, &optimizer, {{rng}});"""
+                                                 {{n}}_coef, {{accum}}, {{velocity}}, &train.optimizer, {{rng}});"""
