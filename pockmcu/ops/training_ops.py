@@ -139,7 +139,7 @@ class BiasUpdate(OpDef):
     c_decls = "static const float {{n}}_coef[{{channels}}] = {{ '{' }}{{coef}}{{ '}' }};\n"
     c_call = """\
 pockmcu_bias_update_s32({{bias}}, {{ptr(dz)}}, {{positions}}, {{channels}}, {{n}}_coef,
-                        {{accum}}, {{velocity}}, &optimizer, {{rng}});"""
+                        {{accum}}, {{velocity}}, &train.optimizer, {{rng}});"""
 
 
 @register
@@ -148,6 +148,7 @@ class AddF32(OpDef):
 
     kind = "ADD_F32"
     kernel = "pockmcu_add_f32"
+    may_share_input = (0, 1)  # element-wise in order: the output may overwrite a dying input
     io_dtypes = ("float32",)
 
     def reference(self, g: Graph, op: Op, xs):
