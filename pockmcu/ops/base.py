@@ -45,6 +45,9 @@ class OpDef:
     alias: ClassVar[bool] = False
     #: the output overwrites input 0 in place (code, shared buffer)
     inplace: ClassVar[bool] = False
+    #: inputs the output may overwrite when they die at this op (kernel reads element k of every
+    #: input before it writes element k of the output, in order); the planner decides
+    may_share_input: ClassVar[tuple[int, ...]] = ()
     #: CMSIS-NN or pockmcu kernel function called (for reports)
     kernel: ClassVar[str] = ""
     #: the C call assigns an arm_cmsis_nn_status to ``status`` (checked after the call)

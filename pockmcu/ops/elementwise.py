@@ -18,6 +18,7 @@ class Add(OpDef):
     tflite_ops = ("ADD",)
     tflite_options = "AddOptions"
     kernel = "arm_elementwise_add_s8"
+    may_share_input = (0, 1)  # element-wise in order: the output may overwrite a dying input
     c_status = True
 
     def parse_tflite(self, o, op: Op, tensors) -> None:
