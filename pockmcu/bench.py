@@ -276,6 +276,8 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="every model in --models on every QEMU target")
     ap.add_argument("--train", action="store_true", help="the training table (full/sparse, reordered or not)")
     ap.add_argument("--digits", action="store_true", help="the digits transfer-learning table")
+    ap.add_argument("--planner", action="store_true",
+                    help="planner quality per model and the MobileNetV2 / Tiny Training Engine table")
     ap.add_argument("--models", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "models"))
     ap.add_argument("--targets", default=",".join(QEMU_TARGETS))
     ap.add_argument("-o", "--output", default="BENCHMARKS.md")
@@ -291,8 +293,12 @@ def main(argv=None) -> int:
         sections.append(training_markdown(bench_training_all(Path(args.models))))
     if args.digits:
         sections.append(digits_markdown())
+    if args.planner:
+        from .tte_bench import section
+
+        sections.append(section(Path(args.models)))
     if not sections:
-        ap.error("give --all, --train and/or --digits")
+        ap.error("give --all, --train, --digits and/or --planner")
     Path(args.output).write_text("\n".join(sections))
     print(f"wrote {args.output}")
     return 0
