@@ -7,7 +7,7 @@ PYTHON3    ?= python3
 VENV       := .venv
 PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.installed
-APT_PKGS   := gcc make gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm python3-venv
+APT_PKGS   := gcc make gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm python3-venv chromium
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
@@ -38,7 +38,7 @@ test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 bench: setup
-	$(PY) -m pockmcu.bench --all --train --digits -o BENCHMARKS.md
+	$(PY) -m pockmcu.bench --all --train --digits --planner -o BENCHMARKS.md
 
 # Regenerate the committed fixture models (needs no TensorFlow).
 fixtures: setup

@@ -67,12 +67,27 @@ def cmd_gen(args) -> int:
     flash = parse_size(args.flash, "--flash") if args.flash else None
     stack = parse_size(args.stack, "--stack")
     target = get_target(args.target).name
-    if not args.train and (args.update or args.loss or args.no_reorder):
-        raise PockError("--update, --loss and --no-reorder go with --train")
+    if not args.train and (args.update or args.loss or args.no_reorder or args.calib):
+        raise PockError("--update, --loss, --no-reorder and --calib go with --train")
+    if args.calib and args.update:
+        raise PockError("--calib chooses the update; give either --calib or --update")
     check_out_dir(args.output)
     train = TrainOptions(spec=args.update, loss=args.loss or "xent", reorder=not args.no_reorder) if args.train else None
+    choice = None
+    if train and train.spec is None:  # choose the sparse update under --ram (pockmcu/search.py)
+        from .search import load_calib, search_update
+
+        calib = load_calib(args.calib, args.model, train.loss) if args.calib else None
+        choice = search_update(args.model, ram, loss=train.loss, reorder=train.reorder, stack=stack, target=target,
+                               calib=calib)
+        train.spec = choice.spec_json
     compiled = compile_model(args.model, ram=ram, flash=flash, stack=stack, target=target, train=train)
     out = write_project(compiled, args.output)
+    if choice:
+        (out / "spec.json").write_text(json.dumps(choice.spec, indent=1) + "\n")
+        print(f"chose the update for --ram {ram} B (expected gain {choice.gain:.3f}, {choice.gains_source}): "
+              f"{choice.summary()}; RAM {compiled.ram_needed} B (arena {compiled.plan.arena_bytes} B, persistent "
+              f"{compiled.persistent_ram_bytes} B); spec in {out / 'spec.json'} (use with --update)")
     p = compiled.plan
     print(f"wrote {out}: {len(compiled.graph.ops)} ops, arena {p.arena_bytes} B (lower bound "
           f"{p.lower_bound_bytes} B), RAM {compiled.ram_needed} of {ram} B, weights {compiled.weights_bytes} B")
@@ -156,6 +171,36 @@ def cmd_inspect(args) -> int:
     return 0
 
 
+def cmd_plan(args) -> int:
+    from .compiler import parse_size
+    from .search import Searcher, format_table, load_calib, render_plan_html
+    from .targets import get_target
+
+    if not args.train:
+        raise PockError("plan chooses the sparse update for on-device training: add --train")
+    budgets = [parse_size(b, "--ram") for b in args.ram.split(",") if b.strip()]
+    if not budgets:
+        raise PockError("--ram: give one or more budgets, e.g. 64KB,128KB,256KB")
+    stack = parse_size(args.stack, "--stack")
+    loss = args.loss or "xent"
+    calib = load_calib(args.calib, args.model, loss) if args.calib else None
+    searcher = Searcher(args.model, loss=loss, reorder=not args.no_reorder, stack=stack,
+                        target=get_target(args.target).name, calib=calib, seed=args.seed)
+    _, smallest = searcher.minimum()
+    if min(budgets) < smallest.ram:
+        raise PockError(searcher.too_small_message(min(budgets)))
+    choices = searcher.search_all(budgets)
+    print(format_table(choices))
+    source = f"accuracy gain measured per candidate on {args.calib}" if calib is not None else "the prior"
+    print(f"expected gain: {source}; {searcher.coster.compiles} exact compiles")
+    if args.output:
+        p = Path(args.output)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(render_plan_html(args.model, choices, searcher))
+        print(f"wrote {p}")
+    return 0
+
+
 def add_train_args(p) -> None:
     p.add_argument("--train", metavar="DATA.npz", help="train on x (inputs) and y (labels or targets)")
     p.add_argument("--epochs", type=int, default=1, help="passes over DATA (default 1)")
@@ -182,8 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--train", action="store_true", help="also emit pockmcu_train_step (on-device training)")
     g.add_argument("--update", metavar="SPEC", help="sparse-update spec: a JSON file or the JSON text, e.g. "
                    "'{\"bias\": {\"last\": 4}, \"weights\": [{\"layer\": -1, \"ratio\": 1}]}' "
-                   "(default: the first that fits --ram of: every bias + the last layer's weights; the last 4 biases + the last layer; the last layer; its bias; SGD lr 0.001)")
+                   "(default: the update with the most expected gain that fits --ram, written to OUT/spec.json; "
+                   "SGD lr 0.001)")
     g.add_argument("--loss", choices=["xent", "mse"], help="xent (softmax cross-entropy, default) or mse")
+    g.add_argument("--calib", metavar="DATA.npz", help="without --update: choose the update by the accuracy gain "
+                   "each candidate gives on DATA in host simulation (x inputs, y labels) instead of the prior")
     g.add_argument("--no-reorder", action="store_true",
                    help="run every update after the whole backward pass (exact SGD order, more RAM)")
     g.set_defaults(func=cmd_gen)
@@ -222,9 +270,26 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
     b.set_defaults(func=cmd_bench)
 
+    pl = sub.add_parser("plan", help="the best sparse update for each of several RAM budgets",
+                        description="For each budget, the on-device training update with the most expected gain "
+                                    "that fits, as a table (and an HTML page with a plot of RAM against gain).")
+    pl.add_argument("model", help=".tflite or .onnx model (int8 quantized)")
+    pl.add_argument("--train", action="store_true", help="plan the sparse update for on-device training (required)")
+    pl.add_argument("--ram", required=True, help="comma-separated RAM budgets, e.g. 64KB,128KB,256KB")
+    pl.add_argument("--calib", metavar="DATA.npz", help="measure each candidate's accuracy gain on DATA "
+                    "(host simulation) instead of using the prior")
+    pl.add_argument("--stack", default="4KB", help="stack reserved inside each budget (default 4KB)")
+    pl.add_argument("--target", default="qemu-m4", help="target, as for gen (default qemu-m4)")
+    pl.add_argument("--loss", choices=["xent", "mse"], help="xent (default) or mse")
+    pl.add_argument("--no-reorder", action="store_true", help="as for gen")
+    pl.add_argument("--seed", type=int, default=0, help="calibration split and training seed (default 0)")
+    pl.add_argument("-o", "--output", metavar="plan.html", help="write a self-contained HTML page here")
+    pl.set_defaults(func=cmd_plan)
+
     i = sub.add_parser("inspect", help="ops, tensors, quantization, MACs and support of a model")
     i.add_argument("model")
     i.set_defaults(func=cmd_inspect)
+    from .board.cli import add_commands; add_commands(sub)  # noqa: E702
     return p
 
 

@@ -129,22 +129,14 @@ def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT
 
 
 def _compile_default_training(path, ram, flash, stack, target, train: TrainOptions) -> Compiled:
-    """No --update: the first default scheme (training/spec.py DEFAULT_SPECS) whose RAM fits."""
-    import json  # noqa: PLC0415
+    """No --update: the sparse update with the most expected gain whose RAM fits --ram (pockmcu/search.py:
+    a documented prior, greedy by gain per byte with every candidate compiled exactly). When even the
+    smallest update does not fit, the error names the minimum and says to raise --ram."""
+    from .search import search_update  # noqa: PLC0415
 
-    from .training.spec import DEFAULT_OPTIMIZER, DEFAULT_SPECS  # noqa: PLC0415
-
-    last = None
-    for spec in DEFAULT_SPECS:
-        opts = TrainOptions(spec=json.dumps(dict(spec, optimizer=DEFAULT_OPTIMIZER)), loss=train.loss,
-                            reorder=train.reorder)
-        try:
-            return compile_model(path, ram, flash, stack, target, opts)
-        except PockError as exc:
-            if "raise --ram" not in str(exc):
-                raise
-            last = exc
-    raise PockError(f"{last} (even the smallest default update, the last layer's bias, does not fit)")
+    choice = search_update(path, ram, loss=train.loss, reorder=train.reorder, stack=stack, target=target)
+    opts = TrainOptions(spec=choice.spec_json, loss=train.loss, reorder=train.reorder)
+    return compile_model(path, ram, flash, stack, target, opts)
 
 
 def _check_flash(path, c: Compiled, flash: int | None) -> None:

@@ -109,14 +109,19 @@ def test_training_budget_too_small(tmp_path):
 
 
 def test_default_update_fits_the_budget(tmp_path):
-    """Without --update the compiler takes the first documented default scheme that fits --ram."""
+    """Without --update the compiler searches for the update with the most expected gain that fits
+    --ram, writes it to OUT/spec.json, and trains more for a larger budget."""
     import json
 
     big, small = tmp_path / "big", tmp_path / "small"
     assert pockmcu("gen", KWS, "--train", "--ram", "256KB", "-o", big).returncode == 0
     assert pockmcu("gen", KWS, "--train", "--ram", "40KB", "-o", small).returncode == 0
     pb, ps = (json.loads((d / "plan.json").read_text()) for d in (big, small))
-    assert pb["training"]["spec"]["bias"] == "all"
-    assert ps["training"]["spec"]["bias"] == {"last": 1}
-    assert ps["ram_needed_bytes"] <= 40 * 1024 < pb["ram_needed_bytes"]
+    for d, p in ((big, pb), (small, ps)):
+        chosen = json.loads((d / "spec.json").read_text())
+        assert {k: v for k, v in p["training"]["spec"].items() if k != "optimizer"} == \
+            {k: v for k, v in chosen.items() if k != "optimizer"}
+    assert ps["ram_needed_bytes"] <= 40 * 1024 < pb["ram_needed_bytes"] <= 256 * 1024
+    trained = [sum(t["trainable_elements"] for t in p["training"]["trainable"]) for p in (ps, pb)]
+    assert trained[0] < trained[1]
     one_line_error(pockmcu("gen", KWS, "--train", "--ram", "20KB", "-o", tmp_path / "x"), "does not fit")

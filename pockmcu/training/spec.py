@@ -2,7 +2,7 @@
 
     {"bias": {"last": K} | "all" | "none",
      "weights": [{"layer": I | "name", "ratio": R}, ...] | "all" | "none",
-     "optimizer": {"kind": "sgd" | "momentum", "lr": F, "momentum": F},
+     "optimizer": {"kind": "sgd" | "momentum", "lr": F (0.001), "momentum": F},
      "batch": B, "qas": true}
 
 ``layer`` indexes the parameterized ops (CONV_2D, DEPTHWISE_CONV_2D,
@@ -25,16 +25,10 @@ from ..errors import PockError
 from ..ir import Graph, Op
 
 PARAM_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
-#: Without --update, the first of these that fits --ram (the budget-driven search is `plan`'s job):
-#: every bias and the classifier's weights; the last 4 biases and the classifier; the classifier; its bias.
-DEFAULT_SPECS = [
-    {"bias": "all", "weights": [{"layer": -1, "ratio": 1.0}]},
-    {"bias": {"last": 4}, "weights": [{"layer": -1, "ratio": 1.0}]},
-    {"bias": {"last": 1}, "weights": [{"layer": -1, "ratio": 1.0}]},
-    {"bias": {"last": 1}},
-]
+#: The optimizer when the spec names none. Without --update at all, gen searches for the update
+#: under --ram (pockmcu/search.py); DEFAULT_SPEC is what read_spec(None) gives a library caller.
 DEFAULT_OPTIMIZER = {"kind": "sgd", "lr": 0.001, "momentum": 0.0}
-DEFAULT_SPEC = dict(DEFAULT_SPECS[0], optimizer=DEFAULT_OPTIMIZER)
+DEFAULT_SPEC = {"bias": "all", "weights": [{"layer": -1, "ratio": 1.0}], "optimizer": DEFAULT_OPTIMIZER}
 
 
 @dataclass
@@ -167,7 +161,7 @@ def resolve_spec(raw: dict, g: Graph) -> UpdateSpec:
     kind = opt.get("kind", "sgd")
     if kind not in ("sgd", "momentum"):
         raise PockError(f"--update: optimizer kind {kind!r} is not supported (sgd or momentum)")
-    lr = opt.get("lr", 0.1)
+    lr = opt.get("lr", DEFAULT_OPTIMIZER["lr"])
     mom = opt.get("momentum", 0.9 if kind == "momentum" else 0.0)
     for name, v, lo, hi in (("lr", lr, 0, math.inf), ("momentum", mom, 0, 1)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v < hi or (name == "lr" and v == 0):
