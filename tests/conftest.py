@@ -4,6 +4,8 @@ and the TFLite Micro oracle."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -90,3 +92,16 @@ def generated(tmp_path_factory):
         return cache[model.name]
 
     return get
+
+
+def run_sanitized_checks(test_file, so_path) -> None:
+    """Re-run a kernel test file's checks (its --sanitized-run mode) in a subprocess against an
+    ASan + UBSan build of the kernels; any sanitizer report fails the test."""
+    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    env = dict(os.environ, LD_PRELOAD=libasan, ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
+               UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, str(test_file), "--sanitized-run", str(so_path)], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert res.returncode == 0 and "ALL OK" in res.stdout, res.stdout[-3000:] + res.stderr[-6000:]
+    assert "runtime error" not in res.stderr, res.stderr[-6000:]

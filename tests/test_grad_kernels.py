@@ -1410,6 +1410,7 @@ except ImportError:  # standalone sanitizer run without pytest
     pytest = None
 
 if pytest is not None:
+    from conftest import run_sanitized_checks
 
     @pytest.fixture(scope="module")
     def tk(tmp_path_factory):
@@ -1424,19 +1425,7 @@ if pytest is not None:
     def test_sanitized_build(tmp_path):
         """ASan + UBSan build of the training kernels, exercised by the same checks."""
         import torch  # noqa: F401  (a test dependency: fail if missing)
-        libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
-                                 text=True).stdout.strip()
-        so = build_lib(tmp_path, sanitize=True)
-        env = dict(os.environ)
-        env.update({
-            "LD_PRELOAD": libasan,
-            "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
-            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
-        })
-        res = subprocess.run([sys.executable, __file__, "--sanitized-run", str(so)],
-                             capture_output=True, text=True, env=env, timeout=300)
-        assert res.returncode == 0 and "ALL OK" in res.stdout, (res.stdout[-3000:] + res.stderr[-6000:])
-        assert "runtime error" not in res.stderr, res.stderr[-6000:]
+        run_sanitized_checks(__file__, build_lib(tmp_path, sanitize=True))
 
     def test_arm_cross_compile(tmp_path):
         cc = shutil.which("arm-none-eabi-gcc")
