@@ -83,7 +83,10 @@ def cmd_emulate(args) -> int:
     def on_term(signum, frame):
         raise KeyboardInterrupt
 
+    # Install both handlers explicitly: a process started in the background by a non-interactive
+    # shell inherits SIGINT as ignored, and Python then never raises KeyboardInterrupt.
     old = signal.signal(signal.SIGTERM, on_term)
+    old_int = signal.signal(signal.SIGINT, on_term)
     emu.start()
     try:
         rc = emu.proc.wait()
@@ -94,6 +97,7 @@ def cmd_emulate(args) -> int:
     finally:
         emu.stop()
         signal.signal(signal.SIGTERM, old)
+        signal.signal(signal.SIGINT, old_int)
     if rc != 0:
         raise PockError(f"QEMU exited with status {rc}")
     return 0
