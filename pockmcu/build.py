@@ -46,7 +46,7 @@ def require_tool(tool: str) -> str:
     return path
 
 
-def _project(out_dir: str | Path) -> Path:
+def project_dir(out_dir: str | Path) -> Path:
     out = Path(out_dir)
     if not (out / "Makefile").is_file():
         raise PockError(f"{out}: no Makefile here; run 'pockmcu gen MODEL -o {out}' first")
@@ -102,7 +102,7 @@ def _explain(what: str, out: Path, log: str, make_vars: dict[str, str], target=N
     return f"{what} build failed in {out}: {first}" + "".join(f"\n  {ln}" for ln in rest)
 
 
-def _make(out: Path, what: str, args: list[str], tools: list[str], target=None) -> None:
+def run_make(out: Path, what: str, args: list[str], tools: list[str], target=None) -> None:
     require_tool("make")
     for t in tools:
         require_tool(t)
@@ -117,15 +117,15 @@ def _make(out: Path, what: str, args: list[str], tools: list[str], target=None) 
 
 def build_host_lib(out_dir: str | Path) -> Path:
     """`make host`: the model as a shared library for cffi; returns its path."""
-    out = _project(out_dir)
-    _make(out, "host library", ["host"], ["gcc"])
+    out = project_dir(out_dir)
+    run_make(out, "host library", ["host"], ["gcc"])
     return out / "build" / "host" / "libpockmcu_model.so"
 
 
 def build_host_sanitized(out_dir: str | Path) -> Path:
     """`make host-san`: pockmcu_run INPUT OUTPUT built with ASan + UBSan; returns its path."""
-    out = _project(out_dir)
-    _make(out, "sanitized host runner", ["host-san"], ["gcc"])
+    out = project_dir(out_dir)
+    run_make(out, "sanitized host runner", ["host-san"], ["gcc"])
     return out / "build" / "host-san" / "pockmcu_run"
 
 
@@ -160,10 +160,10 @@ def build_target(out_dir: str | Path, target: str, profile: bool = False, *,
     app: "semihost" (QEMU default) or "uart" (real-board default).
     """
     t = get_target(target)
-    out = _project(out_dir)
+    out = project_dir(out_dir)
     args = [f"TARGET={t.name}", f"PROFILE={1 if profile else 0}",
             f"CMSIS_NN_PATH={Path(cmsis_nn_path).resolve() if cmsis_nn_path else ''}", f"APP={app or ''}"]
-    _make(out, f"firmware for {t.name}", args, ["arm-none-eabi-gcc"], t)
+    run_make(out, f"firmware for {t.name}", args, ["arm-none-eabi-gcc"], t)
     return out / "build" / (t.name + ("-profile" if profile else "")) / "pockmcu_model.elf"
 
 
