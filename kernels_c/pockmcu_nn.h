@@ -589,6 +589,8 @@ arm_cmsis_nn_status pockmcu_pad_grad_f32(const cmsis_nn_dims *input_dims,
 /* dst[r][0..chunk) = src[r][offset..offset+chunk), r < outer, rows of src_row. */
 void pockmcu_slice_f32(const float *src, int32_t outer, int32_t src_row, int32_t offset, int32_t chunk, float *dst);
 void pockmcu_slice_s8(const int8_t *src, int32_t outer, int32_t src_row, int32_t offset, int32_t chunk, int8_t *dst);
+/* dst[r][offset..offset+chunk) = src[r][0..chunk), r < outer, rows of dst_row (writes a tile). */
+void pockmcu_paste_s8(const int8_t *src, int32_t outer, int32_t dst_row, int32_t offset, int32_t chunk, int8_t *dst);
 /* out[k] = a[k] + b[k]; out may alias a or b. */
 void pockmcu_add_f32(const float *a, const float *b, float *out, int32_t n);
 

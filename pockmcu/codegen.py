@@ -136,11 +136,18 @@ class CodeGen:
     # -- rendering ----------------------------------------------------------------------------
     def layers(self, ops=None) -> list[dict]:
         out = []
-        for step, op in enumerate(self.g.ops if ops is None else ops):
+        ops = self.g.ops if ops is None else ops
+        # declarations in schedule order, except that the tile copies of a streamed layer follow its
+        # tile 0 (which declares the arrays they share), wherever the planner put them
+        group: dict[str, int] = {}
+        for step, op in enumerate(ops):
+            group.setdefault(op.attrs.get("tile_of", op.name), step)
+        for step, op in enumerate(ops):
             d = opdef(op.kind)
+            rank = (group[op.attrs.get("tile_of", op.name)], op.attrs.get("tile", 0), step)
             if d.alias:
                 out.append(dict(step=step, op=op, describe=self.describe(op), decls="", call="", query="",
-                                alias=True, kernel=""))
+                                alias=True, kernel="", decl_rank=rank))
                 continue
             scratch = self.plan.scratch.get(op.name)
             ctx = dict(d.c_context(self.g, op, self), n=c_ident(op.name), ptr=self.ptr, dims=self.dims,
@@ -148,7 +155,7 @@ class CodeGen:
                        scratch_size=self.plan.buffer(scratch).size if scratch else 0)
             render = lambda src: self.env.from_string(src).render(**ctx).strip("\n")  # noqa: E731
             out.append(dict(step=step, op=op, describe=self.describe(op), decls=render(d.c_decls),
-                            call=render(d.c_call), alias=False, kernel=d.kernel,
+                            call=render(d.c_call), alias=False, kernel=d.kernel, decl_rank=rank,
                             query=render(getattr(d, "c_buffer_query", "")),
                             returns_status=d.c_status))
         return out
@@ -237,6 +244,7 @@ class CodeGen:
                         phase="forward" if not self.train or i < self.train.n_forward else "backward")
                    for i, op in enumerate(schedule)],
             tensors=tensors,
+            streamed=c.stream.summary() if c.stream else None,
             training=self.training_json())
 
     def training_json(self) -> dict | None:

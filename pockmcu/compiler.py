@@ -81,6 +81,7 @@ class Compiled:
     stack_bytes: int
     target: str
     train: object = None           # training.builder.TrainGraph when --train
+    stream: object = None          # stream.Stream when early layers run tile by tile
 
     @property
     def persistent_ram_bytes(self) -> int:
@@ -104,9 +105,14 @@ def load_and_check(path) -> Graph:
 
 
 def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT_STACK_BYTES,
-                  target: str = "qemu-m4", train: TrainOptions | None = None) -> Compiled:
+                  target: str = "qemu-m4", train: TrainOptions | None = None, stream: str = "auto") -> Compiled:
+    """frontend -> graph -> (training graph) -> streaming -> plan; raises PockError on any problem."""
+    from .stream import MODES  # noqa: PLC0415
+
+    if stream not in MODES:
+        raise PockError(f"--stream {stream!r}: use one of {', '.join(MODES)}")
     if train is not None and train.spec is None:
-        return _compile_default_training(path, ram, flash, stack, target, train)
+        return _compile_default_training(path, ram, flash, stack, target, train, stream)
     g = load_and_check(path)
     tg = None
     if train is not None:
@@ -115,9 +121,13 @@ def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT
 
         check_trainable(g, train.loss)
         spec = resolve_spec(read_spec(train.spec), g)
+        g, streamed = _stream(g, stream, spec, train)
         tg = build_training(g, spec, train.loss, reorder=train.reorder)
+    else:
+        g, streamed = _stream(g, stream)
     plan = plan_memory(g, tg.schedule if tg else None)
-    c = Compiled(graph=g, plan=plan, ram_budget=ram, flash_budget=flash, stack_bytes=stack, target=target, train=tg)
+    c = Compiled(graph=g, plan=plan, ram_budget=ram, flash_budget=flash, stack_bytes=stack, target=target, train=tg,
+                 stream=streamed)
     if c.ram_needed > ram:
         persistent = f" + trainable parameters and optimizer state {c.persistent_ram_bytes}" if tg else ""
         raise PockError(
@@ -128,15 +138,57 @@ def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT
     return c
 
 
-def _compile_default_training(path, ram, flash, stack, target, train: TrainOptions) -> Compiled:
+def _stream(g: Graph, mode: str, spec=None, train: TrainOptions | None = None):
+    """Run the early layers tile by tile when that lowers the peak (pockmcu/stream.py).
+
+    Training: only layers before the first one that trains can stream, and the rest of the
+    training schedule (its saved activations, gradients) is a floor streaming cannot lower; it is
+    measured on a throwaway copy of the graph with the training ops built."""
+    from .stream import choose_stream  # noqa: PLC0415
+
+    if mode == "off":
+        return g, None
+    if spec is None:
+        return choose_stream(g, mode)
+    from .stream import candidates  # noqa: PLC0415
+
+    import copy  # noqa: PLC0415
+
+    from .plan import lifetimes  # noqa: PLC0415
+    from .training.builder import build_training  # noqa: PLC0415
+
+    trained = [k for k, op in enumerate(g.ops) if any(u.op is op and (u.bias or u.channels) for u in spec.layers)]
+    limit = min(trained, default=len(g.ops))
+    if not any(st.end <= limit for st, *_ in candidates(g)):
+        return g, None
+    probe = copy.deepcopy((g, spec))
+    tg = build_training(probe[0], probe[1], train.loss, reorder=train.reorder)
+    buffers, _, _ = lifetimes(probe[0], tg.schedule)
+    live = [0] * (len(tg.schedule) + 1)
+    for b in buffers:
+        for s in range(b.first, b.last + 1):
+            live[s] += b.size
+    for s in range(len(tg.schedule) - 1, -1, -1):     # live[s] = peak from step s on
+        live[s] = max(live[s], live[s + 1])
+    at = {id(op): k for k, op in enumerate(tg.schedule)}
+    fwd = probe[0].ops
+
+    def floor(end: int) -> int:
+        return live[at[id(fwd[end - 1])] + 1] if end > 0 else live[0]
+
+    return choose_stream(g, mode, limit=limit, floor=floor)
+
+
+def _compile_default_training(path, ram, flash, stack, target, train: TrainOptions, stream: str = "auto") -> Compiled:
     """No --update: the sparse update with the most expected gain whose RAM fits --ram (pockmcu/search.py:
     a documented prior, greedy by gain per byte with every candidate compiled exactly). When even the
     smallest update does not fit, the error names the minimum and says to raise --ram."""
     from .search import search_update  # noqa: PLC0415
 
-    choice = search_update(path, ram, loss=train.loss, reorder=train.reorder, stack=stack, target=target)
+    choice = search_update(path, ram, loss=train.loss, reorder=train.reorder, stack=stack, target=target,
+                           stream=stream)
     opts = TrainOptions(spec=choice.spec_json, loss=train.loss, reorder=train.reorder)
-    return compile_model(path, ram, flash, stack, target, opts)
+    return compile_model(path, ram, flash, stack, target, opts, stream)
 
 
 def _check_flash(path, c: Compiled, flash: int | None) -> None:

@@ -8,6 +8,7 @@ rewrite it, the planner and code generator read it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +55,7 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        return math.prod(int(d) for d in self.shape)
 
     @property
     def nbytes(self) -> int:

@@ -153,11 +153,11 @@ class Coster:
     """Exact RAM of a scheme by compiling it; cached by spec."""
 
     def __init__(self, path, loss: str = "xent", reorder: bool = True, stack: int | None = None,
-                 target: str = "qemu-m4", optimizer: dict | None = None):
+                 target: str = "qemu-m4", optimizer: dict | None = None, stream: str = "auto"):
         from .compiler import DEFAULT_STACK_BYTES  # noqa: PLC0415
         from .training.spec import DEFAULT_OPTIMIZER  # noqa: PLC0415
 
-        self.path, self.loss, self.reorder, self.target = path, loss, reorder, target
+        self.path, self.loss, self.reorder, self.target, self.stream = path, loss, reorder, target, stream
         self.stack = DEFAULT_STACK_BYTES if stack is None else stack
         self.optimizer = dict(optimizer or DEFAULT_OPTIMIZER)
         self.cache: dict[str, Cost] = {}
@@ -167,7 +167,7 @@ class Coster:
         from .compiler import TrainOptions, compile_model  # noqa: PLC0415
 
         opts = TrainOptions(spec=json.dumps(scheme.spec(self.optimizer)), loss=self.loss, reorder=self.reorder)
-        return compile_model(self.path, ram, None, self.stack, self.target, opts)
+        return compile_model(self.path, ram, None, self.stack, self.target, opts, self.stream)
 
     def __call__(self, scheme: Scheme) -> Cost:
         key = json.dumps(scheme.spec(self.optimizer), sort_keys=True)
@@ -323,7 +323,7 @@ class Searcher:
     """One model, one gain table; searches any number of budgets with a shared compile cache."""
 
     def __init__(self, path, loss: str = "xent", reorder: bool = True, stack: int | None = None,
-                 target: str = "qemu-m4", calib=None, seed: int = 0, log=None):
+                 target: str = "qemu-m4", calib=None, seed: int = 0, log=None, stream: str = "auto"):
         from .compiler import compile_model, load_and_check  # noqa: PLC0415
         from .training.builder import check_trainable  # noqa: PLC0415
 
@@ -334,14 +334,14 @@ class Searcher:
         if not self.info:
             raise PockError(f"{g.source}: no CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED layer to train")
         self.L = len(self.info)
-        self.coster = Coster(path, loss=loss, reorder=reorder, stack=stack, target=target)
+        self.coster = Coster(path, loss=loss, reorder=reorder, stack=stack, target=target, stream=stream)
         if calib is not None:
             self.gains = measured_gains(path, self.info, calib, seed=seed, loss=loss, log=log)
             self.source = "measured"
         else:
             self.gains = prior_gains(self.info)
             self.source = "prior"
-        self.inference_ram = compile_model(path, BIG_RAM, None, self.coster.stack, target, None).ram_needed
+        self.inference_ram = compile_model(path, BIG_RAM, None, self.coster.stack, target, None, stream).ram_needed
         empty = Scheme(0, (0,) * self.L)
         self.singles = {}              # option -> Cost of the option alone
         for opt in self._all_options():
@@ -434,10 +434,10 @@ class Searcher:
 
 
 def search_update(path, ram: int, loss: str = "xent", reorder: bool = True, stack: int | None = None,
-                  target: str = "qemu-m4", calib=None, seed: int = 0, log=None) -> Choice:
+                  target: str = "qemu-m4", calib=None, seed: int = 0, log=None, stream: str = "auto") -> Choice:
     """The sparse update with the most expected gain whose RAM fits ``ram`` (see the module docstring)."""
     return Searcher(path, loss=loss, reorder=reorder, stack=stack, target=target, calib=calib, seed=seed,
-                    log=log).search(ram)
+                    log=log, stream=stream).search(ram)
 
 
 # -- pockmcu plan ---------------------------------------------------------------------------

@@ -16,11 +16,31 @@ It keeps together everything the pipeline needs to know about the operator:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..ir import Graph, Op
+
+@dataclass(frozen=True)
+class Window:
+    """How an op's output rows/columns depend on its input: output position o reads input positions
+    o * stride - pad + i * dilation for i < size (clipped to the tensor). Streaming (pockmcu/stream.py)
+    uses it to run an op on a spatial tile: the op's ``attrs["pads"]`` is then the tile's padding."""
+
+    size: tuple[int, int] = (1, 1)
+    stride: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)     # top, left, bottom, right
+
+    @property
+    def pointwise(self) -> bool:
+        return self.size == (1, 1) and self.stride == (1, 1) and self.pads == (0, 0, 0, 0)
+
+
+#: the window of element-wise ops (output element k reads input element k)
+POINTWISE = Window()
 
 REGISTRY: dict[str, "OpDef"] = {}
 TFLITE_BUILTINS: dict[str, "OpDef"] = {}
@@ -103,6 +123,14 @@ class OpDef:
 
     def scratch_bytes(self, g: Graph, op: Op) -> int:
         return 0
+
+    # -- streaming ------------------------------------------------------------------------
+    def window(self, g: Graph, op: Op) -> Window | None:
+        """The spatial window of an NHWC op that can run on a tile of its output (None: it cannot).
+
+        An op that returns a window must compute any tile exactly when given the input tile its
+        window needs, the tile's shapes and ``attrs["pads"]`` (see ``Window``)."""
+        return None
 
     # -- code generation ------------------------------------------------------------------
     def c_context(self, g: Graph, op: Op, cg: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import fixedpoint as fp
 from ..ir import Graph, Op
-from .base import SUPPORTED_ACTIVATIONS, OpDef, fused_activation, register, same_or_valid_pads
+from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, register, same_or_valid_pads
 from .training_ops import sgd_update
 
 PADDING = {0: "SAME", 1: "VALID"}
@@ -65,6 +65,10 @@ class _WindowOp(OpDef):
             a["pads"] = same_or_valid_pads(a["padding"], x.shape[1:3], w.shape[1:3], a["stride"],
                                            a["dilation"], y.shape[1:3])
 
+    def window(self, g: Graph, op: Op) -> Window:
+        a = op.attrs
+        return Window(tuple(g.t(op.inputs[1]).shape[1:3]), tuple(a["stride"]), tuple(a["dilation"]), tuple(a["pads"]))
+
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
         a = op.attrs
@@ -88,14 +92,17 @@ class _WindowOp(OpDef):
         op.attrs["act_min"], op.attrs["act_max"] = fp.activation_range(op.attrs["activation"], y.quant.s, y.quant.zp)
 
     # CONV_2D and DEPTHWISE_CONV_2D differ only in the params struct and the kernel name.
+    # Tile copies of one layer (pockmcu/stream.py) share its multiplier and shift arrays.
     c_decls = """\
-static const int32_t {{n}}_multiplier[{{y.shape[3]}}] = {{ '{' }}{{multiplier}}{{ '}' }};
-static const int32_t {{n}}_shift[{{y.shape[3]}}] = {{ '{' }}{{shift}}{{ '}' }};
+{% if declare %}
+static const int32_t {{q}}_multiplier[{{y.shape[3]}}] = {{ '{' }}{{multiplier}}{{ '}' }};
+static const int32_t {{q}}_shift[{{y.shape[3]}}] = {{ '{' }}{{shift}}{{ '}' }};
+{% endif %}
 static const {{params_type}} {{n}}_params = {
     .input_offset = {{in_offset}}, .output_offset = {{out_offset}},{{extra_fields}}
     .stride = {.w = {{stride[1]}}, .h = {{stride[0]}}}, .padding = {.w = {{pads[1]}}, .h = {{pads[0]}}},
     .dilation = {.w = {{dilation[1]}}, .h = {{dilation[0]}}}, .activation = {.min = {{act_min}}, .max = {{act_max}}}};
-static const cmsis_nn_per_channel_quant_params {{n}}_quant = {(int32_t *){{n}}_multiplier, (int32_t *){{n}}_shift};
+static const cmsis_nn_per_channel_quant_params {{n}}_quant = {(int32_t *){{q}}_multiplier, (int32_t *){{q}}_shift};
 static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
 static const cmsis_nn_dims {{n}}_filter_dims = {{ dims(w.shape) }};
 static const cmsis_nn_dims {{n}}_bias_dims = {1, 1, 1, {{bias_c}}};
@@ -113,7 +120,10 @@ status = {{kernel}}(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(
         a = op.attrs
         x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
         has_bias = len(op.inputs) > 2 and bool(op.inputs[2])
+        from ..codegen import c_ident  # noqa: PLC0415
+
         return dict(kernel=self.kernel, params_type="cmsis_nn_conv_params", extra_fields="",
+            q=c_ident(a.get("tile_of", op.name)), declare=a.get("tile", 0) == 0,
             x=x, w=w, y=y, pads=a["pads"], stride=a["stride"], dilation=a["dilation"],
             in_offset=-x.quant.zp, out_offset=y.quant.zp, act_min=a["act_min"], act_max=a["act_max"],
             multiplier=cg.int_list(a["multiplier"]), shift=cg.int_list(a["shift"]),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import fixedpoint as fp
 from ..ir import Graph, Op
-from .base import SUPPORTED_ACTIVATIONS, OpDef, fused_activation, register
+from .base import POINTWISE, SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, register
 
 
 @register
@@ -39,6 +39,9 @@ class Add(OpDef):
         a, b, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
         op.attrs["q"] = fp.add_params(a.quant.s, a.quant.zp, b.quant.s, b.quant.zp, y.quant.s, y.quant.zp)
         op.attrs["act_min"], op.attrs["act_max"] = fp.activation_range(op.attrs["activation"], y.quant.s, y.quant.zp)
+
+    def window(self, g: Graph, op: Op) -> Window:
+        return POINTWISE
 
     def reference(self, g: Graph, op: Op, xs):
         return [fp.add_s8(xs[0], xs[1], op.attrs["q"], op.attrs["act_min"], op.attrs["act_max"])]

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import fixedpoint as fp
 from ..ir import Graph, Op
-from .base import SUPPORTED_ACTIVATIONS, OpDef, fused_activation, register, same_or_valid_pads
+from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, register, same_or_valid_pads
 from .conv import PADDING
 
 
@@ -53,6 +53,10 @@ class _Pool(OpDef):
         if "pads" not in a:
             a["pads"] = same_or_valid_pads(a["padding"], x.shape[1:3], a["filter"], a["stride"], (1, 1), y.shape[1:3])
         a["act_min"], a["act_max"] = fp.activation_range(a["activation"], y.quant.s, y.quant.zp)
+
+    def window(self, g: Graph, op: Op) -> Window:
+        a = op.attrs
+        return Window(tuple(a["filter"]), tuple(a["stride"]), (1, 1), tuple(a["pads"]))
 
     def describe(self, g: Graph, op: Op) -> str:
         a = op.attrs

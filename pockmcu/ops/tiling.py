@@ -1,0 +1,91 @@
+"""TILE_CROP and TILE_PASTE: the glue of streamed execution (pockmcu/stream.py).
+
+A streamed stage runs its layers tile by tile. TILE_CROP copies the region a
+tile needs out of a whole NHWC tensor (or out of a larger tile); TILE_PASTE
+writes a finished tile of the stage's output into the whole output tensor.
+The first paste of a stage (``fresh``) starts the output tensor; each later
+one writes into it in place, so the planner sees one buffer that is live from
+the first tile to the stage's last consumer. Both only move bytes, row by row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Op
+from .base import OpDef, register
+
+
+def _rows(t) -> tuple[int, int]:
+    """(row bytes, pixel bytes) of an NHWC int8 tensor."""
+    return t.shape[2] * t.shape[3], t.shape[3]
+
+
+@register
+class TileCrop(OpDef):
+    """y = x[:, r0:r0+h, c0:c0+w, :] with (r0, c0) = attrs['origin'] and (h, w) from y's shape."""
+
+    kind = "TILE_CROP"
+    kernel = "pockmcu_slice_s8"
+
+    def reference(self, g: Graph, op: Op, xs):
+        r0, c0 = op.attrs["origin"]
+        _, h, w, _ = g.t(op.outputs[0]).shape
+        return [np.ascontiguousarray(xs[0][:, r0:r0 + h, c0:c0 + w, :])]
+
+    def describe(self, g: Graph, op: Op) -> str:
+        y = g.t(op.outputs[0])
+        r0, c0 = op.attrs["origin"]
+        return (f"TILE_CROP rows {r0}..{r0 + y.shape[1] - 1}, columns {c0}..{c0 + y.shape[2] - 1} of "
+                f"{list(g.t(op.inputs[0]).shape)}")
+
+    def c_context(self, g: Graph, op: Op, cg) -> dict:
+        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        row, px = _rows(x)
+        r0, c0 = op.attrs["origin"]
+        return dict(x=x, y=y, start=r0 * row, rows=y.shape[1], row=row, offset=c0 * px, chunk=y.shape[2] * px)
+
+    c_call = "pockmcu_slice_s8({{ptr(x)}} + {{start}}, {{rows}}, {{row}}, {{offset}}, {{chunk}}, {{ptr(y)}});"
+
+
+class _Paste(OpDef):
+    """out[:, r0:r0+h, c0:c0+w, :] = tile, (r0, c0) = attrs['origin']; the tile is the last input."""
+
+    kernel = "pockmcu_paste_s8"
+
+    def reference(self, g: Graph, op: Op, xs):
+        y = g.t(op.outputs[0])
+        tile = xs[-1]
+        out = np.zeros((tile.shape[0],) + y.shape[1:], np.int8) if len(xs) == 1 else xs[0].copy()
+        r0, c0 = op.attrs["origin"]
+        out[:, r0:r0 + tile.shape[1], c0:c0 + tile.shape[2], :] = tile
+        return [out]
+
+    def describe(self, g: Graph, op: Op) -> str:
+        t = g.t(op.inputs[-1])
+        r0, c0 = op.attrs["origin"]
+        return (f"TILE_PASTE {list(t.shape)} at rows {r0}..{r0 + t.shape[1] - 1}, columns "
+                f"{c0}..{c0 + t.shape[2] - 1} of {list(g.t(op.outputs[0]).shape)}")
+
+    def c_context(self, g: Graph, op: Op, cg) -> dict:
+        t, y = g.t(op.inputs[-1]), g.t(op.outputs[0])
+        row, px = _rows(y)
+        r0, c0 = op.attrs["origin"]
+        return dict(t=t, y=y, start=r0 * row, rows=t.shape[1], row=row, offset=c0 * px, chunk=t.shape[2] * px)
+
+    c_call = "pockmcu_paste_s8({{ptr(t)}}, {{rows}}, {{row}}, {{offset}}, {{chunk}}, {{ptr(y)}} + {{start}});"
+
+
+@register
+class TilePasteFresh(_Paste):
+    """The first tile of a stage's output: the output tensor starts here (its other tiles follow)."""
+
+    kind = "TILE_PASTE_FRESH"
+
+
+@register
+class TilePaste(_Paste):
+    """Every later tile: inputs (output so far, tile), written in place."""
+
+    kind = "TILE_PASTE"
+    inplace = True
