@@ -254,6 +254,9 @@ def dependencies(g: Graph, ops: list[Op]) -> list[int]:
             written |= {v for k, v in op.attrs.items() if k in ("weights", "bias") and isinstance(v, str)}
     for p in written:
         chain(ptouch.get(p, []))
+    # a streamed stage (pockmcu/stream.py) runs tile after tile, each tile's layers in order, so
+    # every tile's buffers die before the next tile starts
+    chain([i for i, op in enumerate(ops) if "tile" in op.attrs or op.kind.startswith("TILE_")])
     # the loss separates the forward and backward phases
     for li, op in enumerate(ops):
         if op.kind in LOSS_KINDS:

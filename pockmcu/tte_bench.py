@@ -61,44 +61,39 @@ def sparse_spec(model: Path) -> dict:
 
 
 def _peak(c) -> dict:
-    """Step and tensors of the arena's peak, and the peak without any tensor of 64x64 or more."""
+    """Step and largest tensors of the arena's peak."""
     p, g = c.plan, c.graph
     live = p.live_bytes()
     step = max(range(len(live)), key=lambda s: live[s])
     at = sorted((b for b in p.buffers if b.first <= step <= b.last), key=lambda b: -b.size)
-
-    def high_res(b) -> bool:
-        return any(len(g.t(t).shape) == 4 and g.t(t).shape[1] >= 64 for t in b.tensors)
-
-    rest = [0] * len(live)
-    for b in p.buffers:
-        if not high_res(b):
-            for s in range(b.first, b.last + 1):
-                rest[s] += b.size
     big = [f"{b.tensors[0] if b.tensors else b.name} {list(g.t(b.tensors[0]).shape) if b.tensors else ''} "
            f"{b.size // 1024} KB" for b in at[:3]]
-    return dict(step=step, op=p.steps[step], tensors=big, without_high_res=max(rest) if rest else 0)
+    return dict(step=step, op=p.steps[step], tensors=big)
 
 
 def tte_rows(model: Path | None = None, log=sys.stderr) -> list[dict]:
     from .compiler import TrainOptions, compile_model, parse_size  # noqa: PLC0415
+    from .stream import macs  # noqa: PLC0415
 
     model = model or model_path()
     rows = []
-    c = compile_model(model, ram=parse_size("64MB"))
-    rows.append(dict(scheme="inference", reorder=None, arena=c.plan.arena_bytes, lb=c.plan.lower_bound_bytes,
-                     greedy=c.plan.greedy_bytes, persistent=0, tte=None, peak=_peak(c), ops=len(c.plan.steps)))
-    for scheme, spec in (("full", FULL), ("sparse", sparse_spec(model))):
-        for reorder in (False, True):
-            log.write(f"tte bench: {scheme} update, {'reordered' if reorder else 'updates at the end'} ...\n")
+    plain_macs = None
+    runs = [("inference", None, None)] + [(scheme, spec, reorder) for scheme, spec in
+                                          (("full", FULL), ("sparse", sparse_spec(model))) for reorder in (False, True)]
+    for scheme, spec, reorder in runs:
+        for stream in ("off", "max"):
+            log.write(f"tte bench: {scheme}{'' if reorder is None else ' reordered' if reorder else ' at the end'}, "
+                      f"streaming {stream} ...\n")
             log.flush()
-            c = compile_model(model, ram=parse_size("64MB"),
-                              train=TrainOptions(spec=json.dumps(spec), loss="xent", reorder=reorder))
+            train = None if spec is None else TrainOptions(spec=json.dumps(spec), loss="xent", reorder=reorder)
+            c = compile_model(model, ram=parse_size("64MB"), train=train, stream=stream)
+            m = macs(c.graph)
+            plain_macs = plain_macs or m
             key = scheme + ("+reorder" if reorder else "")
-            rows.append(dict(scheme=scheme, reorder=reorder, arena=c.plan.arena_bytes,
+            rows.append(dict(scheme=scheme, reorder=reorder, stream=c.stream, arena=c.plan.arena_bytes,
                              lb=c.plan.lower_bound_bytes, greedy=c.plan.greedy_bytes,
-                             persistent=c.persistent_ram_bytes, tte=TTE_KB.get(key), peak=_peak(c),
-                             ops=len(c.plan.steps), spec=spec))
+                             persistent=c.persistent_ram_bytes, tte=TTE_KB.get(key) if spec else None,
+                             peak=_peak(c), ops=len(c.plan.steps), spec=spec, macs=m, plain_macs=plain_macs))
     return rows
 
 
@@ -116,26 +111,26 @@ def tte_markdown(model: Path | None = None, log=sys.stderr) -> str:
            "Training Engine's peak SRAM on STM32F746 (NeurIPS 2022). Sparse = biases of the last 22 layers, "
            "the classifier, and the first pointwise conv of the last four blocks at input-channel ratios 1, "
            "1/2, 1/4, 1/8 (last block first). \"Updates at the end\" = `--no-reorder`; \"reordered\" = each "
-           "update fused into the backward pass before the layer's input gradient.", "",
-           "| scheme | updates | arena KB | lower bound KB | greedy-by-size KB | persistent KB | RAM KB | TTE KB "
-           "| peak at | without 64x64 tensors KB |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+           "update fused into the backward pass before the layer's input gradient. Streaming = `--stream max` "
+           "(the early layers run tile by tile, pockmcu/stream.py); MACs = forward multiply-accumulates "
+           "including the recomputed tile halos.", "",
+           "| scheme | updates | streaming | arena KB | lower bound KB | greedy-by-size KB | persistent KB | RAM KB "
+           "| TTE KB | peak at | forward MACs |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]
     for r in rows:
         upd = "-" if r["reorder"] is None else ("reordered" if r["reorder"] else "at the end")
+        st = r["stream"]
+        streaming = "-" if st is None else f"{len(st.ops)} layers, {st.grid[0]}x{st.grid[1]} tiles"
         pk = r["peak"]
-        out.append(f"| {r['scheme']} | {upd} | {kb(r['arena'])} | {kb(r['lb'])} | {kb(r['greedy'])} | "
+        out.append(f"| {r['scheme']} | {upd} | {streaming} | {kb(r['arena'])} | {kb(r['lb'])} | {kb(r['greedy'])} | "
                    f"{kb(r['persistent'])} | {kb(r['arena'] + r['persistent'])} | "
                    f"{r['tte'] if r['tte'] is not None else '-'} | step {pk['step']} `{pk['op']}` | "
-                   f"{kb(pk['without_high_res'] + r['persistent'])} |")
-    sparse = next(r for r in rows if r["scheme"] == "sparse" and r["reorder"])
-    out += ["", "Largest tensors live at the peak (sparse, reordered): "
-            + "; ".join(f"`{t}`" for t in sparse["peak"]["tensors"]) + ".", "",
-            "Streaming (not done here) would have to remove the peak's tensors at the first high-resolution "
-            "blocks: the 64x64 activations of the stem and of block 1's expansion (64x64x48 int8 = 192 KB) and "
-            "what is live beside them. The last column is the lower bound of the same schedule with every "
-            "tensor of 64x64 or more taken out, plus persistent RAM: what a streamed execution of those blocks "
-            "could reach at best with this planner.", "",
-            f"Sparse spec: `{json.dumps(sparse['spec'])}`.", ""]
+                   f"{r['macs']:,} ({r['macs'] / r['plain_macs'] - 1:+.0%}) |")
+    sparse = [r for r in rows if r["scheme"] == "sparse" and r["reorder"]]
+    best = min(sparse, key=lambda r: r["arena"] + r["persistent"])
+    out += ["", "Largest tensors live at the peak (sparse, reordered, streamed): "
+            + "; ".join(f"`{t}`" for t in best["peak"]["tensors"]) + ".", "",
+            f"Sparse spec: `{json.dumps(best['spec'])}`.", ""]
     return "\n".join(out)
 
 
