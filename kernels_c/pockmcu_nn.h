@@ -609,6 +609,62 @@ float pockmcu_mse_grad_f32(const float *y, int32_t n, const float *target, float
 
 /* ==== end of training kernels ========================================== */
 
+/* ==== onnxruntime numerics: the same kernels with MLAS's float32 requantization,
+ * emulated exactly in integers (see pockmcu_requantize_ort in pockmcu_nn_support.h):
+ * quant_params multiplier/shift hold a float32 scale's 24-bit mantissa and exponent. */
+arm_cmsis_nn_status pockmcu_convolve_ort_s8(const cmsis_nn_context *ctx,
+                                            const cmsis_nn_conv_params *conv_params,
+                                            const cmsis_nn_per_channel_quant_params *quant_params,
+                                            const cmsis_nn_dims *input_dims,
+                                            const int8_t *input_data,
+                                            const cmsis_nn_dims *filter_dims,
+                                            const int8_t *filter_data,
+                                            const cmsis_nn_dims *bias_dims,
+                                            const int32_t *bias_data,
+                                            const cmsis_nn_dims *output_dims,
+                                            int8_t *output_data);
+int32_t pockmcu_convolve_ort_s8_get_buffer_size(const cmsis_nn_conv_params *conv_params,
+                                                const cmsis_nn_dims *input_dims,
+                                                const cmsis_nn_dims *filter_dims,
+                                                const cmsis_nn_dims *output_dims);
+arm_cmsis_nn_status pockmcu_depthwise_conv_ort_s8(const cmsis_nn_context *ctx,
+                                                  const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                  const cmsis_nn_per_channel_quant_params *quant_params,
+                                                  const cmsis_nn_dims *input_dims,
+                                                  const int8_t *input_data,
+                                                  const cmsis_nn_dims *filter_dims,
+                                                  const int8_t *filter_data,
+                                                  const cmsis_nn_dims *bias_dims,
+                                                  const int32_t *bias_data,
+                                                  const cmsis_nn_dims *output_dims,
+                                                  int8_t *output_data);
+int32_t pockmcu_depthwise_conv_ort_s8_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                      const cmsis_nn_dims *input_dims,
+                                                      const cmsis_nn_dims *filter_dims,
+                                                      const cmsis_nn_dims *output_dims);
+arm_cmsis_nn_status pockmcu_fully_connected_ort_s8(const cmsis_nn_context *ctx,
+                                                   const cmsis_nn_fc_params *fc_params,
+                                                   const cmsis_nn_per_tensor_quant_params *quant_params,
+                                                   const cmsis_nn_dims *input_dims,
+                                                   const int8_t *input_data,
+                                                   const cmsis_nn_dims *filter_dims,
+                                                   const int8_t *filter_data,
+                                                   const cmsis_nn_dims *bias_dims,
+                                                   const int32_t *bias_data,
+                                                   const cmsis_nn_dims *output_dims,
+                                                   int8_t *output_data);
+arm_cmsis_nn_status pockmcu_fully_connected_per_channel_ort_s8(const cmsis_nn_context *ctx,
+                                                               const cmsis_nn_fc_params *fc_params,
+                                                               const cmsis_nn_per_channel_quant_params *quant_params,
+                                                               const cmsis_nn_dims *input_dims,
+                                                               const int8_t *input_data,
+                                                               const cmsis_nn_dims *filter_dims,
+                                                               const int8_t *filter_data,
+                                                               const cmsis_nn_dims *bias_dims,
+                                                               const int32_t *bias_data,
+                                                               const cmsis_nn_dims *output_dims,
+                                                               int8_t *output_data);
+
 #ifdef __cplusplus
 }
 #endif

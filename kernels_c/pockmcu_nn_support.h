@@ -265,4 +265,71 @@ static inline int32_t pockmcu_window_end(int32_t origin, int32_t step, int32_t s
     return end < n ? end : n;
 }
 
+/* ---- onnxruntime numerics: float32 roundings emulated exactly with integers ----
+ * MLAS requantizes an int32 accumulator as RoundHalfEven(float32(float32(acc) * scale));
+ * scale = mant * 2^exp with 2^23 <= mant < 2^24 is split at compile time. Mirrors
+ * pockmcu.fixedpoint.requantize_ort; results saturate to +-POCKMCU_ORT_SAT. */
+#define POCKMCU_ORT_SAT 32768
+
+/* Number of significant bits of x (0 for 0). */
+static inline int32_t pockmcu_bitlen_u64(uint64_t x)
+{
+    const uint32_t hi = (uint32_t)(x >> 32);
+    return hi != 0u ? 64 - pockmcu_clz_u32(hi) : 32 - pockmcu_clz_u32((uint32_t)x);
+}
+
+/* Round(x / 2^k) half to even, for a magnitude x and 0 <= k <= 63. */
+static inline uint64_t pockmcu_rne_shr_u64(uint64_t x, int32_t k)
+{
+    uint64_t q, rem, half;
+    if (k == 0)
+    {
+        return x;
+    }
+    q = x >> k;
+    rem = x - (q << k);
+    half = (uint64_t)1 << (k - 1);
+    if (rem > half || (rem == half && (q & 1u) != 0u))
+    {
+        q++;
+    }
+    return q;
+}
+
+/* Magnitude x rounded to 24 significant bits (half to even) as m * 2^*k, m <= 2^24. */
+static inline uint64_t pockmcu_round24_u64(uint64_t x, int32_t *k)
+{
+    const int32_t extra = pockmcu_bitlen_u64(x) - 24;
+    *k = extra > 0 ? extra : 0;
+    return pockmcu_rne_shr_u64(x, *k);
+}
+
+static inline int32_t pockmcu_requantize_ort(int32_t acc, int32_t mant, int32_t exp)
+{
+    const int neg = acc < 0;
+    const uint64_t mag = neg ? (uint64_t)0 - (uint64_t)(int64_t)acc : (uint64_t)acc;
+    int32_t ka, kp, e;
+    const uint64_t a = pockmcu_round24_u64(mag, &ka);               /* float32(acc) */
+    const uint64_t p = pockmcu_round24_u64(a * (uint64_t)mant, &kp); /* float32(acc * scale) */
+    uint64_t r;
+    e = ka + kp + exp;
+    if (p == 0u)
+    {
+        return 0;
+    }
+    if (e >= 0 || pockmcu_bitlen_u64(p) + e > 16)
+    {
+        r = POCKMCU_ORT_SAT;
+    }
+    else
+    {
+        r = pockmcu_rne_shr_u64(p, -e > 63 ? 63 : -e);              /* cvtps2dq, half to even */
+        if (r > POCKMCU_ORT_SAT)
+        {
+            r = POCKMCU_ORT_SAT;
+        }
+    }
+    return neg ? -(int32_t)r : (int32_t)r;
+}
+
 #endif /* POCKMCU_NN_SUPPORT_H */

@@ -95,8 +95,19 @@ class Compiled:
         return sum(t.nbytes for t in self.graph.tensors.values() if t.is_const)
 
 
-def load_and_check(path) -> Graph:
+NUMERICS = ("onnxruntime", "tflm")
+
+
+def default_numerics(path) -> str:
+    """onnxruntime's arithmetic for .onnx models, TFLite Micro's for .tflite models."""
+    return "onnxruntime" if str(path).lower().endswith(".onnx") else "tflm"
+
+
+def load_and_check(path, numerics: str | None = None) -> Graph:
     g = load_model(path)
+    g.numerics = numerics or default_numerics(path)
+    if g.numerics not in NUMERICS:
+        raise PockError(f"--numerics {g.numerics!r}: choose one of {', '.join(NUMERICS)}")
     check_supported(g)
     for op in g.ops:
         opdef(op.kind).prepare(g, op)
@@ -104,10 +115,10 @@ def load_and_check(path) -> Graph:
 
 
 def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT_STACK_BYTES,
-                  target: str = "qemu-m4", train: TrainOptions | None = None) -> Compiled:
+                  target: str = "qemu-m4", train: TrainOptions | None = None, numerics: str | None = None) -> Compiled:
     if train is not None and train.spec is None:
-        return _compile_default_training(path, ram, flash, stack, target, train)
-    g = load_and_check(path)
+        return _compile_default_training(path, ram, flash, stack, target, train, numerics)
+    g = load_and_check(path, numerics)
     tg = None
     if train is not None:
         from .training.builder import build_training, check_trainable  # noqa: PLC0415
@@ -128,7 +139,7 @@ def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT
     return c
 
 
-def _compile_default_training(path, ram, flash, stack, target, train: TrainOptions) -> Compiled:
+def _compile_default_training(path, ram, flash, stack, target, train: TrainOptions, numerics=None) -> Compiled:
     """No --update: the sparse update with the most expected gain whose RAM fits --ram (pockmcu/search.py:
     a documented prior, greedy by gain per byte with every candidate compiled exactly). When even the
     smallest update does not fit, the error names the minimum and says to raise --ram."""
@@ -136,7 +147,7 @@ def _compile_default_training(path, ram, flash, stack, target, train: TrainOptio
 
     choice = search_update(path, ram, loss=train.loss, reorder=train.reorder, stack=stack, target=target)
     opts = TrainOptions(spec=choice.spec_json, loss=train.loss, reorder=train.reorder)
-    return compile_model(path, ram, flash, stack, target, opts)
+    return compile_model(path, ram, flash, stack, target, opts, numerics)
 
 
 def _check_flash(path, c: Compiled, flash: int | None) -> None:

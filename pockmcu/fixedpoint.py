@@ -654,3 +654,83 @@ def dequantize_s8_f32(x, scale: float, zp: int) -> np.ndarray:
     """TFLM Dequantize int8 -> float32: (float)((double)scale * (x - zp))."""
     x = _i64(x)
     return (np.float64(_f32(scale)) * (x - int(zp)).astype(np.float64)).astype(np.float32)
+
+
+# --------------------------------------------------------------------------
+# onnxruntime numerics: float32 arithmetic emulated exactly with integers
+# --------------------------------------------------------------------------
+#
+# onnxruntime (MLAS) requantizes an int32 accumulator as
+#     q = RoundHalfEven(float32(float32(acc) * scale)) + zero_point, clamped,
+# with scale = float32(float32(s_x * s_w) / s_y) (MlasRequantizeOutput, QLinearConv's and
+# QGemm's ComputeOutputScale). Each float32 operation rounds to 24 significant bits, half to even.
+# The functions below reproduce those roundings bit for bit with int64 arithmetic; the scale is
+# split at compile time into a 24-bit mantissa and a power of two (scale = m * 2**e).
+
+ORT_SAT = 1 << 15     # |result| is saturated here; every int8 clamp lies well inside
+
+
+def f32_mant_exp(x) -> tuple[np.ndarray, np.ndarray]:
+    """Positive normal float32 values x = m * 2**e with 2**23 <= m < 2**24 (exact), as int32 arrays."""
+    x = np.atleast_1d(np.asarray(x, dtype=np.float32)).astype(np.float64)
+    if np.any(~np.isfinite(x)) or np.any(x <= 0) or np.any(x < np.finfo(np.float32).tiny):
+        raise ValueError("scale must be a positive normal float32")
+    fr, ex = np.frexp(x)                       # x = fr * 2**ex, 0.5 <= fr < 1 (exact in float64)
+    m = (fr * (1 << 24)).astype(np.int64)
+    if np.any(m.astype(np.float64) != fr * (1 << 24)):
+        raise ValueError("not a float32 value")
+    return m.astype(np.int32), (ex - 24).astype(np.int32)
+
+
+def _bitlen(x: np.ndarray) -> np.ndarray:
+    """Bit length of non-negative int64 values below 2**53 (0 for 0)."""
+    return np.where(x > 0, np.frexp(x.astype(np.float64))[1], 0).astype(np.int64)
+
+
+def rne_shr(x, k):
+    """Round(x / 2**k) half to even for int64 x (any sign) and k >= 0 (k <= 62)."""
+    x, k = np.broadcast_arrays(_i64(x), _i64(k))
+    mag = np.abs(x)
+    q = mag >> k
+    rem = mag - (q << k)
+    half = np.where(k > 0, np.int64(1) << np.maximum(k - 1, 0), 1)
+    up = (k > 0) & ((rem > half) | ((rem == half) & ((q & 1) == 1)))
+    q = q + up
+    return np.where(x < 0, -q, q)
+
+
+def round24(x):
+    """int64 x (|x| < 2**53) rounded to 24 significant bits, half to even: float32(x) in x's units."""
+    x = _i64(x)
+    k = np.maximum(_bitlen(np.abs(x)) - 24, 0)
+    return rne_shr(x, k) << k
+
+
+def requantize_ort(acc, mant, exp):
+    """RoundHalfEven(float32(float32(acc) * (mant * 2**exp))) for int32 acc, exactly, saturated to
+    +-ORT_SAT. mant/exp broadcast (per channel along the last axis).
+
+    float32(acc) = A * 2**ka (A: acc rounded to 24 significant bits); the product A * mant < 2**48 is
+    exact in int64 and is rounded to 24 significant bits, P * 2**kp; the value P * 2**(ka + kp + exp)
+    is then rounded to an integer, half to even (the second rounding, as cvtps2dq does)."""
+    scalar = _is_scalar(acc, mant, exp)
+    acc = _wrap32(acc)
+    ka = np.maximum(_bitlen(np.abs(acc)) - 24, 0)
+    a = rne_shr(acc, ka)
+    p = a * _i64(mant)
+    kp = np.maximum(_bitlen(np.abs(p)) - 24, 0)
+    pp = rne_shr(p, kp)
+    e = ka + kp + _i64(exp)
+    big = (e >= 0) | (_bitlen(np.abs(pp)) + e > 16)
+    r = np.where(big, np.sign(pp) * ORT_SAT, rne_shr(pp, np.clip(-e, 0, 62)))
+    return _as_result(np.clip(r, -ORT_SAT, ORT_SAT), scalar)
+
+
+def ort_output_scales(input_scale: float, filter_scales, output_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """onnxruntime's requantization scale per channel, float32 (X_scale * W_scale[c]) / Y_scale as
+    QLinearConv / QGemm / QLinearMatMul compute it, as (mantissa, exponent) int32 arrays."""
+    f32 = np.float32
+    ws = np.atleast_1d(np.asarray(filter_scales, dtype=f32))
+    with np.errstate(all="raise"):
+        s = (f32(input_scale) * ws).astype(f32) / f32(output_scale)
+    return f32_mant_exp(s.astype(f32))
