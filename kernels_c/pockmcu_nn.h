@@ -665,6 +665,16 @@ arm_cmsis_nn_status pockmcu_fully_connected_per_channel_ort_s8(const cmsis_nn_co
                                                                const cmsis_nn_dims *output_dims,
                                                                int8_t *output_data);
 
+arm_cmsis_nn_status pockmcu_mean_ort_s8(const cmsis_nn_dims *input_dims,
+                                        const int8_t *input_data,
+                                        int32_t input_offset,
+                                        int32_t output_offset,
+                                        int32_t mant,
+                                        int32_t exp,
+                                        int8_t *output_data);
+/* output[i] = table[input[i] + 128] (a compile-time table of an int8 -> int8 function). */
+arm_cmsis_nn_status pockmcu_lut_s8(const int8_t *input_data, int32_t size, const int8_t *table, int8_t *output_data);
+
 #ifdef __cplusplus
 }
 #endif

@@ -734,3 +734,14 @@ def ort_output_scales(input_scale: float, filter_scales, output_scale: float) ->
     with np.errstate(all="raise"):
         s = (f32(input_scale) * ws).astype(f32) / f32(output_scale)
     return f32_mant_exp(s.astype(f32))
+
+
+def ort_requantize_table(s_in: float, zp_in: int, s_out: float, zp_out: int, lo: int = -128, hi: int = 127) -> np.ndarray:
+    """onnxruntime's DequantizeLinear -> QuantizeLinear of every int8 value (int8 domain zero points):
+    d = float32(s_in * (x - zp_in)); q = RoundHalfEven(float32(d / s_out)) + zp_out, clamped to [lo, hi]
+    (MlasQuantizeLinear: divide, clamp, cvtps2dq, add the zero point). Index x + 128."""
+    f32 = np.float32
+    x = np.arange(-128, 128, dtype=np.int64)
+    d = (f32(s_in) * (x - int(zp_in)).astype(f32)).astype(f32)
+    q = np.rint((d / f32(s_out)).astype(f32)).astype(np.float64)
+    return np.clip(q + int(zp_out), max(lo, -128), min(hi, 127)).astype(np.int8)

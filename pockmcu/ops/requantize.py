@@ -45,10 +45,15 @@ class Requantize(OpDef):
         a["multiplier"], a["shift"] = fp.quantize_multiplier(float(x.quant.s) / float(y.quant.s))
         lo, hi = a.get("clamp") or (-128, 127)
         a["act_min"], a["act_max"] = max(int(lo), -128), min(int(hi), 127)
+        if g.numerics == "onnxruntime":   # DequantizeLinear -> QuantizeLinear in float32, as a table
+            a["table"] = fp.ort_requantize_table(x.quant.s, x.quant.zp, y.quant.s, y.quant.zp,
+                                                 a["act_min"], a["act_max"])
 
     def reference(self, g: Graph, op: Op, xs):
         a = op.attrs
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        if "table" in a:
+            return [a["table"][xs[0].astype(np.int64) + 128]]
         v = fp.multiply_by_quantized_multiplier(xs[0].astype(np.int64) - x.quant.zp, a["multiplier"], a["shift"])
         return [np.clip(np.asarray(v) + y.quant.zp, a["act_min"], a["act_max"]).astype(np.int8)]
 
@@ -60,11 +65,20 @@ class Requantize(OpDef):
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-        return dict(x=x, y=y, in_offset=-x.quant.zp, out_offset=y.quant.zp, **op.attrs)
+        return dict(x=x, y=y, in_offset=-x.quant.zp, out_offset=y.quant.zp, **op.attrs,
+                    lut_values=cg.int_list(op.attrs["table"], 16) if "table" in op.attrs else "")
 
+    c_decls = """\
+{% if table is defined %}
+static const int8_t {{n}}_table[256] = {{ '{' }}{{lut_values}}{{ '}' }};
+{% endif %}"""
     c_call = """\
+{% if table is defined %}
+status = pockmcu_lut_s8({{ptr(x)}}, {{x.size}}, {{n}}_table, {{ptr(y)}});
+{% else %}
 status = pockmcu_requantize_s8({{ptr(x)}}, {{x.size}}, {{in_offset}}, {{multiplier}}, {{shift}}, {{out_offset}},
-                               {{act_min}}, {{act_max}}, {{ptr(y)}});"""
+                               {{act_min}}, {{act_max}}, {{ptr(y)}});
+{% endif %}"""
 
 
 @register
