@@ -675,6 +675,19 @@ arm_cmsis_nn_status pockmcu_mean_ort_s8(const cmsis_nn_dims *input_dims,
 /* output[i] = table[input[i] + 128] (a compile-time table of an int8 -> int8 function). */
 arm_cmsis_nn_status pockmcu_lut_s8(const int8_t *input_data, int32_t size, const int8_t *table, int8_t *output_data);
 
+/* Average pooling as onnxruntime's QLinearAveragePool computes it in float32 (bit patterns, see
+ * pockmcu_avgpool_ort_s8.c); dims and padding as arm_avgpool_s8. */
+arm_cmsis_nn_status pockmcu_avgpool_ort_s8(const cmsis_nn_pool_params *pool_params,
+                                           const cmsis_nn_dims *input_dims,
+                                           const int8_t *input_data,
+                                           const cmsis_nn_dims *filter_dims,
+                                           const cmsis_nn_dims *output_dims,
+                                           const uint32_t *dq_table,
+                                           uint32_t out_scale_bits,
+                                           uint32_t zp_bits,
+                                           int32_t zp_offset,
+                                           int8_t *output_data);
+
 #ifdef __cplusplus
 }
 #endif

@@ -745,3 +745,34 @@ def ort_requantize_table(s_in: float, zp_in: int, s_out: float, zp_out: int, lo:
     d = (f32(s_in) * (x - int(zp_in)).astype(f32)).astype(f32)
     q = np.rint((d / f32(s_out)).astype(f32)).astype(np.float64)
     return np.clip(q + int(zp_out), max(lo, -128), min(hi, 127)).astype(np.int8)
+
+
+def f32_bits(x) -> np.ndarray:
+    """float32 values -> their IEEE bit patterns (uint32)."""
+    return np.ascontiguousarray(np.asarray(x, dtype=np.float32)).view(np.uint32)
+
+
+def ort_dequantize_table(s_in: float, zp_in: int) -> np.ndarray:
+    """float32(s_in * (x - zp_in)) for every int8 x (index x + 128), as DequantizeLinear computes it."""
+    x = np.arange(-128, 128, dtype=np.int64)
+    return (np.float32(s_in) * (x - int(zp_in)).astype(np.float32)).astype(np.float32)
+
+
+def ort_avgpool(taps, dq: np.ndarray, s_out: float, zp_out_onnx: int, zp_offset: int, act_min: int, act_max: int):
+    """onnxruntime's QLinearAveragePool (contrib_ops/cpu/quantization/qlinear_pool.cc) in numpy float32:
+    y = sum of the dequantized in-bounds taps, in window order; y / count; then
+    nearbyint(float32(y / s_out) + zp) with the zero point in the model's own domain (uint8: +128),
+    clamped. taps yields (int8 values, valid) per tap; dq is ort_dequantize_table."""
+    f32 = np.float32
+    total = count = None
+    for vals, valid in taps:
+        d = dq[vals.astype(np.int64) + 128]
+        if total is None:
+            total = np.zeros(np.broadcast_shapes(d.shape, valid.shape), f32)
+            count = np.zeros(valid.shape, np.int64)
+        total = np.where(valid, (total + d).astype(f32), total)
+        count = count + valid
+    avg = (total / count.astype(f32)).astype(f32)
+    v = ((avg / f32(s_out)).astype(f32) + f32(zp_out_onnx)).astype(f32)
+    q = np.rint(v).astype(np.int64) - int(zp_offset)
+    return np.clip(q, act_min, act_max).astype(np.int8)

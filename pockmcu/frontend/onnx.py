@@ -1404,7 +1404,8 @@ class _Converter:
         same = _same_quant(xq, q)
         act, clamp = self.activation(p, q) if same or kind == "AVERAGE_POOL_2D" else ("NONE", None)
         attrs = dict(stride=a["stride"], filter=a["filter"], pads=pads, activation=act,
-                     padding="VALID" if pads == (0, 0, 0, 0) else "EXPLICIT")
+                     padding="VALID" if pads == (0, 0, 0, 0) else "EXPLICIT",
+                     onnx_zp_offset=128 if dtype == "uint8" else 0)   # onnxruntime adds the zero point in float
         if kind == "AVERAGE_POOL_2D" and not same:
             # one rounding from the sum to the output scale (an average then a requantization would round twice)
             y = self.finish("AVERAGE_POOL_REQUANT", [xin], out, ir_shape, q, clamp, **attrs)
