@@ -688,6 +688,18 @@ arm_cmsis_nn_status pockmcu_avgpool_ort_s8(const cmsis_nn_pool_params *pool_para
                                            int32_t zp_offset,
                                            int8_t *output_data);
 
+/* Softmax over rows as onnxruntime's QLinearSoftmax computes it in float32 (bit patterns, see
+ * pockmcu_softmax_ort_s8.c): exp_table holds 256 float32 bit patterns made at compile time. */
+void pockmcu_softmax_ort_s8(const int8_t *input,
+                            int32_t num_rows,
+                            int32_t row_size,
+                            const uint32_t *exp_table,
+                            uint32_t y_scale_bits,
+                            int32_t zp_onnx,
+                            int32_t is_uint8,
+                            int32_t qlinear,
+                            int8_t *output);
+
 #ifdef __cplusplus
 }
 #endif

@@ -104,10 +104,11 @@ def default_numerics(path) -> str:
 
 
 def load_and_check(path, numerics: str | None = None) -> Graph:
-    g = load_model(path)
-    g.numerics = numerics or default_numerics(path)
-    if g.numerics not in NUMERICS:
-        raise PockError(f"--numerics {g.numerics!r}: choose one of {', '.join(NUMERICS)}")
+    numerics = numerics or default_numerics(path)
+    if numerics not in NUMERICS:
+        raise PockError(f"--numerics {numerics!r}: choose one of {', '.join(NUMERICS)}")
+    g = load_model(path, numerics)
+    g.numerics = numerics
     check_supported(g)
     for op in g.ops:
         opdef(op.kind).prepare(g, op)

@@ -776,3 +776,47 @@ def ort_avgpool(taps, dq: np.ndarray, s_out: float, zp_out_onnx: int, zp_offset:
     v = ((avg / f32(s_out)).astype(f32) + f32(zp_out_onnx)).astype(f32)
     q = np.rint(v).astype(np.int64) - int(zp_offset)
     return np.clip(q, act_min, act_max).astype(np.int8)
+
+
+def ort_softmax_table(x_scale: float, row: int, qlinear: bool = True) -> np.ndarray:
+    """Exponentials of the 256 possible differences x - max(row), entry 255 - (max - x), as float32.
+
+    qlinear: QLinearSoftmax's own table (contrib_ops/cpu/quantization/qlinear_softmax.cc,
+    QlinearBuildLookupTableUint32 with float entries): bit_shift = log(FLT_MAX / row) (the quotient in
+    float32, the log in double), minus 5 reserve bits, over x_scale; entry i = float32(exp((i - 255 +
+    bit_shift) * x_scale)) in double. Otherwise float32(exp((i - 255) * x_scale)), standing in for the float
+    Softmax onnxruntime runs between DequantizeLinear and QuantizeLinear when it does not fuse them."""
+    xs = float(np.float32(x_scale))
+    bit_shift = 0.0
+    if qlinear:
+        fmax = np.float32(np.finfo(np.float32).max)
+        bit_shift = math.log(float(np.float32(fmax / np.float32(row))))
+        bit_shift = max(0.0, bit_shift - 5.0) / xs
+    return np.array([math.exp((i - 255 + bit_shift) * xs) for i in range(256)], dtype=np.float64).astype(np.float32)
+
+
+def ort_softmax(x, table: np.ndarray, y_scale: float, zp_onnx: int, uint8: bool, qlinear: bool = True) -> np.ndarray:
+    """Softmax over the last axis in numpy float32, t = table[255 - max + x], vsum = t summed in row order.
+
+    qlinear (QLinearSoftmax): q = nearbyint(float32(float32(t * floor(1 / y_scale)) / vsum)) + zp (the
+    model's domain); uint8: min(q, 255) - 128; int8: q > 255 ? -1 : (int8)q, wrapping as onnxruntime's
+    cast does. Otherwise (float Softmax, then QuantizeLinear): p = t * float32(1 / vsum),
+    q = nearbyint(float32(p / y_scale)) + zp, saturated."""
+    f32 = np.float32
+    x = _i64(x)
+    t = table[255 - x.max(axis=-1, keepdims=True) + x]
+    vsum = np.zeros(t.shape[:-1] + (1,), f32)
+    for k in range(t.shape[-1]):
+        vsum = (vsum + t[..., k:k + 1]).astype(f32)
+    if not qlinear:
+        p = (t * (f32(1.0) / vsum).astype(f32)).astype(f32)
+        q = np.rint((p / f32(y_scale)).astype(f32)).astype(np.int64) + int(zp_onnx)
+        lo = 0 if uint8 else -128
+        return (np.clip(q, lo, lo + 255) - (128 if uint8 else 0)).astype(np.int8)
+    ys = f32(np.floor(f32(1.0) / f32(y_scale)))
+    v = ((t * ys).astype(f32) / vsum).astype(f32)
+    q = np.rint(v).astype(np.int64) + int(zp_onnx)
+    if uint8:
+        return (np.minimum(q, 255) - 128).astype(np.int8)
+    q = np.where(q > 255, 255, q) & 0xFF
+    return np.where(q >= 128, q - 256, q).astype(np.int8)
