@@ -81,7 +81,8 @@ def cmd_gen(args) -> int:
         choice = search_update(args.model, ram, loss=train.loss, reorder=train.reorder, stack=stack, target=target,
                                calib=calib)
         train.spec = choice.spec_json
-    compiled = compile_model(args.model, ram=ram, flash=flash, stack=stack, target=target, train=train)
+    compiled = compile_model(args.model, ram=ram, flash=flash, stack=stack, target=target, train=train,
+                             numerics=args.numerics)
     out = write_project(compiled, args.output)
     if choice:
         (out / "spec.json").write_text(json.dumps(choice.spec, indent=1) + "\n")
@@ -234,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "each candidate gives on DATA in host simulation (x inputs, y labels) instead of the prior")
     g.add_argument("--no-reorder", action="store_true",
                    help="run every update after the whole backward pass (exact SGD order, more RAM)")
+    g.add_argument("--numerics", choices=["onnxruntime", "tflm"],
+                   help="whose integer results to reproduce: onnxruntime (float32 requantization emulated exactly "
+                        "in integers; default for .onnx) or tflm (TFLite Micro's fixed point; default for .tflite)")
     g.set_defaults(func=cmd_gen)
 
     s = sub.add_parser("sim", help="run generated C on the host (cffi)",
