@@ -611,6 +611,97 @@ float pockmcu_mse_grad_f32(const float *y, int32_t n, const float *target, float
 
 /* ==== end of training kernels ========================================== */
 
+/* ==== onnxruntime numerics: the same kernels with MLAS's float32 requantization,
+ * emulated exactly in integers (see pockmcu_requantize_ort in pockmcu_nn_support.h):
+ * quant_params multiplier/shift hold a float32 scale's 24-bit mantissa and exponent. */
+arm_cmsis_nn_status pockmcu_convolve_ort_s8(const cmsis_nn_context *ctx,
+                                            const cmsis_nn_conv_params *conv_params,
+                                            const cmsis_nn_per_channel_quant_params *quant_params,
+                                            const cmsis_nn_dims *input_dims,
+                                            const int8_t *input_data,
+                                            const cmsis_nn_dims *filter_dims,
+                                            const int8_t *filter_data,
+                                            const cmsis_nn_dims *bias_dims,
+                                            const int32_t *bias_data,
+                                            const cmsis_nn_dims *output_dims,
+                                            int8_t *output_data);
+int32_t pockmcu_convolve_ort_s8_get_buffer_size(const cmsis_nn_conv_params *conv_params,
+                                                const cmsis_nn_dims *input_dims,
+                                                const cmsis_nn_dims *filter_dims,
+                                                const cmsis_nn_dims *output_dims);
+arm_cmsis_nn_status pockmcu_depthwise_conv_ort_s8(const cmsis_nn_context *ctx,
+                                                  const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                  const cmsis_nn_per_channel_quant_params *quant_params,
+                                                  const cmsis_nn_dims *input_dims,
+                                                  const int8_t *input_data,
+                                                  const cmsis_nn_dims *filter_dims,
+                                                  const int8_t *filter_data,
+                                                  const cmsis_nn_dims *bias_dims,
+                                                  const int32_t *bias_data,
+                                                  const cmsis_nn_dims *output_dims,
+                                                  int8_t *output_data);
+int32_t pockmcu_depthwise_conv_ort_s8_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                      const cmsis_nn_dims *input_dims,
+                                                      const cmsis_nn_dims *filter_dims,
+                                                      const cmsis_nn_dims *output_dims);
+arm_cmsis_nn_status pockmcu_fully_connected_ort_s8(const cmsis_nn_context *ctx,
+                                                   const cmsis_nn_fc_params *fc_params,
+                                                   const cmsis_nn_per_tensor_quant_params *quant_params,
+                                                   const cmsis_nn_dims *input_dims,
+                                                   const int8_t *input_data,
+                                                   const cmsis_nn_dims *filter_dims,
+                                                   const int8_t *filter_data,
+                                                   const cmsis_nn_dims *bias_dims,
+                                                   const int32_t *bias_data,
+                                                   const cmsis_nn_dims *output_dims,
+                                                   int8_t *output_data);
+arm_cmsis_nn_status pockmcu_fully_connected_per_channel_ort_s8(const cmsis_nn_context *ctx,
+                                                               const cmsis_nn_fc_params *fc_params,
+                                                               const cmsis_nn_per_channel_quant_params *quant_params,
+                                                               const cmsis_nn_dims *input_dims,
+                                                               const int8_t *input_data,
+                                                               const cmsis_nn_dims *filter_dims,
+                                                               const int8_t *filter_data,
+                                                               const cmsis_nn_dims *bias_dims,
+                                                               const int32_t *bias_data,
+                                                               const cmsis_nn_dims *output_dims,
+                                                               int8_t *output_data);
+
+arm_cmsis_nn_status pockmcu_mean_ort_s8(const cmsis_nn_dims *input_dims,
+                                        const int8_t *input_data,
+                                        int32_t input_offset,
+                                        int32_t output_offset,
+                                        int32_t mant,
+                                        int32_t exp,
+                                        int8_t *output_data);
+/* output[i] = table[input[i] + 128] (a compile-time table of an int8 -> int8 function). */
+arm_cmsis_nn_status pockmcu_lut_s8(const int8_t *input_data, int32_t size, const int8_t *table, int8_t *output_data);
+
+/* Average pooling as onnxruntime's QLinearAveragePool computes it in float32 (bit patterns, see
+ * pockmcu_avgpool_ort_s8.c); dims and padding as arm_avgpool_s8. */
+arm_cmsis_nn_status pockmcu_avgpool_ort_s8(const cmsis_nn_pool_params *pool_params,
+                                           const cmsis_nn_dims *input_dims,
+                                           const int8_t *input_data,
+                                           const cmsis_nn_dims *filter_dims,
+                                           const cmsis_nn_dims *output_dims,
+                                           const uint32_t *dq_table,
+                                           uint32_t out_scale_bits,
+                                           uint32_t zp_bits,
+                                           int32_t zp_offset,
+                                           int8_t *output_data);
+
+/* Softmax over rows as onnxruntime's QLinearSoftmax computes it in float32 (bit patterns, see
+ * pockmcu_softmax_ort_s8.c): exp_table holds 256 float32 bit patterns made at compile time. */
+void pockmcu_softmax_ort_s8(const int8_t *input,
+                            int32_t num_rows,
+                            int32_t row_size,
+                            const uint32_t *exp_table,
+                            uint32_t y_scale_bits,
+                            int32_t zp_onnx,
+                            int32_t is_uint8,
+                            int32_t qlinear,
+                            int8_t *output);
+
 #ifdef __cplusplus
 }
 #endif

@@ -32,15 +32,16 @@ def random_input(spec: dict, n: int = 1, seed: int = 0) -> np.ndarray:
     return rng.integers(info.min, info.max + 1, shape).astype(spec["dtype"])
 
 
-def onnx_vs_onnxruntime(model: str | Path, n: int = 20, seed: int = 0) -> dict:
+def onnx_vs_onnxruntime(model: str | Path, n: int = 20, seed: int = 0, numerics: str | None = None) -> dict:
     """For an ONNX model: our outputs (the numpy reference, byte-equal to the generated C) against
-    onnxruntime's on n seeded random inputs: largest difference in output LSB and fraction differing."""
+    onnxruntime's on n seeded random inputs: largest difference in output LSB and fraction differing.
+    numerics: onnxruntime (the default for .onnx) or tflm."""
     import onnxruntime as ort
 
     from .compiler import load_and_check
     from .reference import run_reference
 
-    g = load_and_check(model)
+    g = load_and_check(model, numerics)
     specs = [dict(shape=g.t(t).shape, dtype=g.t(t).dtype) for t in g.inputs]
     xs = [random_input(s, n, seed + k) for k, s in enumerate(specs)]
     (ours,) = run_reference(g, *xs)
@@ -55,7 +56,12 @@ def onnx_vs_onnxruntime(model: str | Path, n: int = 20, seed: int = 0) -> dict:
         d = np.abs(np.rint(ours.astype(np.float64) / s) - np.rint(theirs.astype(np.float64) / s))
     else:
         d = np.abs(ours.astype(np.int64) - theirs.astype(np.int64).reshape(ours.shape))
-    return dict(samples=n, max_lsb=int(d.max()), fraction_differing=float((d > 0).mean()))
+    return dict(samples=n, max_lsb=int(d.max()), fraction_differing=float((d > 0).mean()), numerics=g.numerics)
+
+
+def onnx_both_numerics(model: str | Path, n: int = 20, seed: int = 0) -> dict:
+    """onnx_vs_onnxruntime in both numerics modes: {"onnxruntime": {...}, "tflm": {...}}."""
+    return {m: onnx_vs_onnxruntime(model, n, seed, m) for m in ("onnxruntime", "tflm")}
 
 
 def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", workdir: Path | None = None) -> dict:
@@ -90,7 +96,7 @@ def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", wo
                     arena_bytes=plan["arena_bytes"], lower_bound_bytes=plan["lower_bound_bytes"],
                     weights_bytes=plan["flash_bytes"], flash_bytes=size["flash"], ram_bytes=size["ram"],
                     text=size["text"], data=size["data"], bss=size["bss"], gen_seconds=round(gen_seconds, 3),
-                    ops=ops, **({"onnx_vs_onnxruntime": onnx_vs_onnxruntime(model)}
+                    ops=ops, **({"onnx_vs_onnxruntime": onnx_both_numerics(model)}
                                 if str(model).lower().endswith(".onnx") else {}))
     finally:
         if tmp:
@@ -105,9 +111,9 @@ def format_bench(r: dict) -> str:
              "",
              f"{'#':>3} {'op':12s} {'kernel':34s} {'instructions':>13} {'MACs':>10} {'MAC/instr':>9}"]
     if "onnx_vs_onnxruntime" in r:
-        o = r["onnx_vs_onnxruntime"]
-        lines.insert(2, f"vs onnxruntime: {o['fraction_differing']:.2%} of outputs differ, largest difference "
-                        f"{o['max_lsb']} LSB ({o['samples']} random inputs)")
+        for k, (mode, o) in enumerate(r["onnx_vs_onnxruntime"].items()):
+            lines.insert(2 + k, f"vs onnxruntime, --numerics {mode}: {o['fraction_differing']:.2%} of outputs differ, "
+                                f"largest difference {o['max_lsb']} LSB ({o['samples']} random inputs)")
     for o in r["ops"]:
         lines.append(f"{o['step']:3d} {o['name']:12s} {o['kernel'] or '(alias)':34s} {o['instructions']:13,d} "
                      f"{o['macs']:10,d} {o['macs_per_instruction']:9.3f}")
@@ -154,11 +160,23 @@ def markdown(rows: list[dict]) -> str:
                        f"{r['flash_bytes']:,} | {r['ram_bytes']:,} | {r['gen_seconds']:.2f} |")
     onnx_rows = {r["model"]: r["onnx_vs_onnxruntime"] for r in rows if "onnx_vs_onnxruntime" in r}
     if onnx_rows:
-        out += ["", "ONNX models against onnxruntime (our outputs, bit-exact with the generated C, on 20 seeded random "
-                "inputs; onnxruntime requantizes in float, pockmcu in TFLite Micro's fixed point):", "",
-                "| model | outputs differing | largest difference (LSB) |", "|---|---:|---:|"]
-        out += [f"| {m} | {o['fraction_differing']:.2%} | {o['max_lsb']} |" for m, o in onnx_rows.items()]
+        out += onnx_table(onnx_rows)
     return "\n".join(out) + "\n"
+
+
+def onnx_table(onnx_rows: dict) -> list[str]:
+    """Markdown lines: per ONNX model, outputs differing from onnxruntime and the largest difference, both modes."""
+    out = ["", "ONNX models against onnxruntime 1.31 (CPU execution provider, default session options): our outputs "
+           "(bit-exact with the generated C) on 20 seeded random inputs. `--numerics onnxruntime` (the default for "
+           ".onnx) emulates onnxruntime's float32 requantization exactly in integers; `--numerics tflm` uses TFLite "
+           "Micro's fixed point (same C as the TFLite model):", "",
+           "| model | onnxruntime: outputs differing | max (LSB) | tflm: outputs differing | max (LSB) |",
+           "|---|---:|---:|---:|---:|"]
+    for m, o in onnx_rows.items():
+        a, b = o["onnxruntime"], o["tflm"]
+        out.append(f"| {m} | {a['fraction_differing']:.2%} | {a['max_lsb']} | {b['fraction_differing']:.2%} | "
+                   f"{b['max_lsb']} |")
+    return out
 
 
 TRAIN_MODELS = {  # sparse schemes shaped like the Tiny Training Engine's: late biases, a few late weight layers

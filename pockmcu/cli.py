@@ -82,7 +82,7 @@ def cmd_gen(args) -> int:
                                calib=calib, stream=args.stream)
         train.spec = choice.spec_json
     compiled = compile_model(args.model, ram=ram, flash=flash, stack=stack, target=target, train=train,
-                             stream=args.stream)
+                             stream=args.stream, numerics=args.numerics)
     out = write_project(compiled, args.output)
     if choice:
         (out / "spec.json").write_text(json.dumps(choice.spec, indent=1) + "\n")
@@ -240,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "peak by 10%% or more for at most 50%% more MACs; max: the lowest peak whatever the MACs; off")
     g.add_argument("--no-reorder", action="store_true",
                    help="run every update after the whole backward pass (exact SGD order, more RAM)")
+    g.add_argument("--numerics", choices=["onnxruntime", "tflm"],
+                   help="whose integer results to reproduce: onnxruntime (float32 requantization emulated exactly "
+                        "in integers; default for .onnx) or tflm (TFLite Micro's fixed point; default for .tflite)")
     g.set_defaults(func=cmd_gen)
 
     s = sub.add_parser("sim", help="run generated C on the host (cffi)",

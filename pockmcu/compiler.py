@@ -96,8 +96,20 @@ class Compiled:
         return sum(t.nbytes for t in self.graph.tensors.values() if t.is_const)
 
 
-def load_and_check(path) -> Graph:
-    g = load_model(path)
+NUMERICS = ("onnxruntime", "tflm")
+
+
+def default_numerics(path) -> str:
+    """onnxruntime's arithmetic for .onnx models, TFLite Micro's for .tflite models."""
+    return "onnxruntime" if str(path).lower().endswith(".onnx") else "tflm"
+
+
+def load_and_check(path, numerics: str | None = None) -> Graph:
+    numerics = numerics or default_numerics(path)
+    if numerics not in NUMERICS:
+        raise PockError(f"--numerics {numerics!r}: choose one of {', '.join(NUMERICS)}")
+    g = load_model(path, numerics)
+    g.numerics = numerics
     check_supported(g)
     for op in g.ops:
         opdef(op.kind).prepare(g, op)
@@ -105,15 +117,16 @@ def load_and_check(path) -> Graph:
 
 
 def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT_STACK_BYTES,
-                  target: str = "qemu-m4", train: TrainOptions | None = None, stream: str = "auto") -> Compiled:
+                  target: str = "qemu-m4", train: TrainOptions | None = None, stream: str = "auto",
+                  numerics: str | None = None) -> Compiled:
     """frontend -> graph -> (training graph) -> streaming -> plan; raises PockError on any problem."""
     from .stream import MODES  # noqa: PLC0415
 
     if stream not in MODES:
         raise PockError(f"--stream {stream!r}: use one of {', '.join(MODES)}")
     if train is not None and train.spec is None:
-        return _compile_default_training(path, ram, flash, stack, target, train, stream)
-    g = load_and_check(path)
+        return _compile_default_training(path, ram, flash, stack, target, train, stream, numerics)
+    g = load_and_check(path, numerics)
     tg = None
     if train is not None:
         from .training.builder import build_training, check_trainable  # noqa: PLC0415
@@ -179,7 +192,8 @@ def _stream(g: Graph, mode: str, spec=None, train: TrainOptions | None = None):
     return choose_stream(g, mode, limit=limit, floor=floor)
 
 
-def _compile_default_training(path, ram, flash, stack, target, train: TrainOptions, stream: str = "auto") -> Compiled:
+def _compile_default_training(path, ram, flash, stack, target, train: TrainOptions, stream: str = "auto",
+                              numerics=None) -> Compiled:
     """No --update: the sparse update with the most expected gain whose RAM fits --ram (pockmcu/search.py:
     a documented prior, greedy by gain per byte with every candidate compiled exactly). When even the
     smallest update does not fit, the error names the minimum and says to raise --ram."""
@@ -188,7 +202,7 @@ def _compile_default_training(path, ram, flash, stack, target, train: TrainOptio
     choice = search_update(path, ram, loss=train.loss, reorder=train.reorder, stack=stack, target=target,
                            stream=stream)
     opts = TrainOptions(spec=choice.spec_json, loss=train.loss, reorder=train.reorder)
-    return compile_model(path, ram, flash, stack, target, opts, stream)
+    return compile_model(path, ram, flash, stack, target, opts, stream, numerics)
 
 
 def _check_flash(path, c: Compiled, flash: int | None) -> None:

@@ -66,12 +66,13 @@ def tflm_run(model: Path, *xs: np.ndarray) -> np.ndarray:
 class Generated:
     """pockmcu gen output for one model, made once per session."""
 
-    def __init__(self, model: Path, out: Path):
+    def __init__(self, model: Path, out: Path, numerics: str | None = None):
         from pockmcu.codegen import write_project
         from pockmcu.compiler import compile_model, parse_size
 
         self.model = model
-        self.compiled = compile_model(model, ram=parse_size("512KB"))  # every part has at least that
+        # every part has at least 512KB; numerics None: the default for the file (onnxruntime for .onnx)
+        self.compiled = compile_model(model, ram=parse_size("512KB"), numerics=numerics)
         self.out = write_project(self.compiled, out)
         g = self.compiled.graph
         self.input_specs = [g.t(name) for name in g.inputs]
@@ -86,10 +87,11 @@ def generated(tmp_path_factory):
     cache: dict[str, Generated] = {}
     base = tmp_path_factory.mktemp("gen")
 
-    def get(model: Path) -> Generated:
-        if model.name not in cache:
-            cache[model.name] = Generated(model, base / model.stem)
-        return cache[model.name]
+    def get(model: Path, numerics: str | None = None) -> Generated:
+        key = f"{model.name}-{numerics or 'default'}"
+        if key not in cache:
+            cache[key] = Generated(model, base / f"{model.stem}-{numerics or 'default'}", numerics)
+        return cache[key]
 
     return get
 

@@ -6,13 +6,14 @@ from ..errors import PockError
 from ..ir import Graph
 
 
-def load_model(path) -> Graph:
-    """Load a .tflite or .onnx file into the graph IR (raises PockError with one line on bad input)."""
+def load_model(path, numerics: str = "tflm") -> Graph:
+    """Load a .tflite or .onnx file into the graph IR (raises PockError with one line on bad input).
+    numerics: whose arithmetic the graph will follow (the ONNX frontend lowers a few ops differently)."""
     path = Path(path)
     if path.suffix.lower() == ".onnx":
         from .onnx import load_onnx  # noqa: PLC0415 (optional frontend, imported on use)
 
-        return load_onnx(path)
+        return load_onnx(path, numerics)
     if not path.exists():
         raise PockError(f"{path}: no such file; give the path of a .tflite or .onnx model")
     head = path.read_bytes()[:8] if path.is_file() else b""

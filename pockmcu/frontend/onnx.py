@@ -173,10 +173,39 @@ def _read(path: Path):
     return model
 
 
-def load_onnx(path: str | Path) -> Graph:
+def load_onnx(path: str | Path, numerics: str = "tflm") -> Graph:
     path = Path(path)
     model = _read(path)
-    return _Converter(path, model).run()
+    conv = _Converter(path, model)
+    conv.numerics = numerics
+    conv.ort_float_nodes = ort_float_nodes(model) if numerics == "onnxruntime" else set()
+    return conv.run()
+
+
+def ort_float_nodes(model) -> set[str]:
+    """Names of the nodes onnxruntime's graph optimizer leaves in float (default session options, CPU
+    execution provider): a Softmax between DequantizeLinear and QuantizeLinear becomes QLinearSoftmax
+    only in some graphs (not, for example, when its QuantizeLinear output is a graph output), and the
+    two compute differently. Asked of onnxruntime itself when it is installed; without it every
+    quantized group is taken as fused."""
+    import tempfile  # noqa: PLC0415
+
+    try:
+        import onnx  # noqa: PLC0415
+        import onnxruntime as ort  # noqa: PLC0415
+    except ImportError:
+        return set()
+    with tempfile.TemporaryDirectory(prefix="pockmcu-ort-") as tmp:
+        out = Path(tmp) / "optimized.onnx"
+        try:
+            so = ort.SessionOptions()
+            so.log_severity_level = 4
+            so.optimized_model_filepath = str(out)
+            ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            opt = onnx.load(str(out))
+        except Exception:  # noqa: BLE001 - a model onnxruntime cannot load: assume the fused kernels
+            return set()
+    return {n.name for n in opt.graph.node if n.domain in ("", "ai.onnx") and n.op_type in ("Softmax", "Add")}
 
 
 class _Converter:
@@ -195,6 +224,8 @@ class _Converter:
         self.k = -1
         self.node = None
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+        self.numerics = "tflm"
+        self.ort_float_nodes: set[str] = set()
 
     # -- messages -----------------------------------------------------------------------------
     def where(self) -> str:
@@ -1404,7 +1435,8 @@ class _Converter:
         same = _same_quant(xq, q)
         act, clamp = self.activation(p, q) if same or kind == "AVERAGE_POOL_2D" else ("NONE", None)
         attrs = dict(stride=a["stride"], filter=a["filter"], pads=pads, activation=act,
-                     padding="VALID" if pads == (0, 0, 0, 0) else "EXPLICIT")
+                     padding="VALID" if pads == (0, 0, 0, 0) else "EXPLICIT",
+                     onnx_zp_offset=128 if dtype == "uint8" else 0)   # onnxruntime adds the zero point in float
         if kind == "AVERAGE_POOL_2D" and not same:
             # one rounding from the sum to the output scale (an average then a requantization would round twice)
             y = self.finish("AVERAGE_POOL_REQUANT", [xin], out, ir_shape, q, clamp, **attrs)
@@ -1486,6 +1518,13 @@ class _Converter:
         q8 = Quant(scale=np.array([1 / 256], np.float32), zero_point=np.array([-128], np.int32))
         if p.lo != -INF or p.hi != INF:
             raise self.err("Relu/Clip after Softmax")
+        if self.numerics == "onnxruntime":
+            # onnxruntime's float32 arithmetic produces the model's output quantization directly: QLinearSoftmax,
+            # or a float Softmax where its graph optimizer leaves one (pockmcu.fixedpoint.ort_softmax)
+            fused = not (self.node.op_type == "Softmax" and self.node.name in self.ort_float_nodes)
+            y = self.tensor(out, self.tensors[xin].shape, "int8", q)
+            self.add_op("SOFTMAX", [xin], [y], beta=1.0, qlinear=fused, onnx_zp_offset=128 if dtype == "uint8" else 0)
+            return Act(y, lay, x.shape, dtype)
         if abs(q.s - 1 / 256) <= 1e-9 and q.zp == -128:
             y = self.tensor(out, self.tensors[xin].shape, "int8", q)
             self.add_op("SOFTMAX", [xin], [y], beta=1.0)

@@ -24,6 +24,8 @@ def requant_params(g: Graph, op: Op) -> tuple[np.ndarray, np.ndarray]:
     x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
     out_ch = y.shape[-1]
     ws = w.quant.scale if w.quant.per_channel else np.full(out_ch, w.quant.scale[0], np.float32)
+    if g.numerics == "onnxruntime":     # float32 scale as mantissa/exponent (fixedpoint.requantize_ort)
+        return fp.ort_output_scales(x.quant.s, ws, y.quant.s)
     mult, shift = zip(*(fp.quantize_multiplier(float(x.quant.s) * float(s) / float(y.quant.s)) for s in ws))
     return np.array(mult, np.int32), np.array(shift, np.int32)
 
@@ -46,12 +48,20 @@ def finish(acc: np.ndarray, op: Op, g: Graph) -> np.ndarray:
     if len(op.inputs) > 2 and op.inputs[2]:
         acc = acc + g.t(op.inputs[2]).data.astype(np.int64)
     a = op.attrs
-    out = fp.multiply_by_quantized_multiplier(acc, a["multiplier"], a["shift"]) + g.t(op.outputs[0]).quant.zp
+    requant = fp.requantize_ort if g.numerics == "onnxruntime" else fp.multiply_by_quantized_multiplier
+    out = requant(acc, a["multiplier"], a["shift"]) + g.t(op.outputs[0]).quant.zp
     return np.clip(out, a["act_min"], a["act_max"]).astype(np.int8)
 
 
 class _WindowOp(OpDef):
     """Shared option parsing for ops with stride/dilation/padding/fused activation."""
+
+    #: the same kernel with onnxruntime's requantization (multiplier/shift hold a float32 scale's
+    #: mantissa and exponent; fixedpoint.requantize_ort)
+    kernel_ort = ""
+
+    def kernel_for(self, g: Graph) -> str:
+        return self.kernel_ort if g.numerics == "onnxruntime" else self.kernel
 
     def parse_tflite(self, o, op: Op, tensors) -> None:
         op.attrs.update(stride=(o.StrideH(), o.StrideW()), padding=PADDING[o.Padding()],
@@ -122,7 +132,7 @@ status = {{kernel}}(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(
         has_bias = len(op.inputs) > 2 and bool(op.inputs[2])
         from ..codegen import c_ident  # noqa: PLC0415
 
-        return dict(kernel=self.kernel, params_type="cmsis_nn_conv_params", extra_fields="",
+        return dict(kernel=self.kernel_for(g), params_type="cmsis_nn_conv_params", extra_fields="",
             q=c_ident(a.get("tile_of", op.name)), declare=a.get("tile", 0) == 0,
             x=x, w=w, y=y, pads=a["pads"], stride=a["stride"], dilation=a["dilation"],
             in_offset=-x.quant.zp, out_offset=y.quant.zp, act_min=a["act_min"], act_max=a["act_max"],
@@ -137,6 +147,7 @@ class Conv2D(_WindowOp):
     tflite_ops = ("CONV_2D",)
     tflite_options = "Conv2DOptions"
     kernel = "arm_convolve_wrapper_s8"
+    kernel_ort = "pockmcu_convolve_ort_s8"
     c_status = True
 
     def backward(self, tb, op: Op) -> None:
@@ -177,6 +188,7 @@ class DepthwiseConv2D(_WindowOp):
     tflite_ops = ("DEPTHWISE_CONV_2D",)
     tflite_options = "DepthwiseConv2DOptions"
     kernel = "arm_depthwise_conv_wrapper_s8"
+    kernel_ort = "pockmcu_depthwise_conv_ort_s8"
     c_status = True
 
     def parse_tflite(self, o, op: Op, tensors) -> None:

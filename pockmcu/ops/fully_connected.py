@@ -54,7 +54,10 @@ class FullyConnected(OpDef):
     def prepare(self, g: Graph, op: Op) -> None:
         x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
         a = op.attrs
-        if w.quant.per_channel:
+        if g.numerics == "onnxruntime":     # float32 scale as mantissa/exponent (fixedpoint.requantize_ort)
+            ws = w.quant.scale if w.quant.per_channel else w.quant.scale[:1]
+            pairs = list(zip(*fp.ort_output_scales(x.quant.s, ws, y.quant.s)))
+        elif w.quant.per_channel:
             pairs = [fp.quantize_multiplier(float(x.quant.s) * float(s) / float(y.quant.s)) for s in w.quant.scale]
         else:
             product = np.float32(x.quant.scale[0]) * np.float32(w.quant.scale[0])   # float32, as TFLM
@@ -91,7 +94,10 @@ class FullyConnected(OpDef):
         a = op.attrs
         x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
         has_bias = len(op.inputs) > 2 and bool(op.inputs[2])
-        return dict(x=x, w=w, y=y, per_channel=w.quant.per_channel, batches=a["batches"],
+        pc = w.quant.per_channel
+        kernel = ("arm_fully_connected_per_channel_s8" if pc else "arm_fully_connected_s8") if g.numerics != "onnxruntime" \
+            else ("pockmcu_fully_connected_per_channel_ort_s8" if pc else "pockmcu_fully_connected_ort_s8")
+        return dict(x=x, w=w, y=y, per_channel=pc, batches=a["batches"], kernel=kernel,
                     in_features=w.shape[1], out_features=w.shape[0],
                     in_offset=-x.quant.zp, filter_offset=0 if w.quant.per_channel else -w.quant.zp,
                     out_offset=y.quant.zp, act_min=a["act_min"], act_max=a["act_max"],
@@ -118,7 +124,7 @@ static const cmsis_nn_dims {{n}}_output_dims = {{ '{' }}{{batches}}, 1, 1, {{out
     c_call = """\
 ctx.buf = {{scratch}};
 ctx.size = {{scratch_size}};
-status = {{ 'arm_fully_connected_per_channel_s8' if per_channel else 'arm_fully_connected_s8' }}(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
+status = {{kernel}}(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
                                 &{{n}}_filter_dims, {{weights}}, &{{n}}_bias_dims, {{bias}},
                                 &{{n}}_output_dims, {{ptr(y)}});"""
     c_buffer_query = "arm_fully_connected_s8_get_buffer_size(&{{n}}_filter_dims)"

@@ -30,6 +30,41 @@ def pool_taps(x: np.ndarray, fh: int, fw: int, stride, pads, out_hw):
             yield xp[sl], mask[sl]
 
 
+# -- onnxruntime numerics: QLinearAveragePool in float32 (fixedpoint.ort_avgpool, pockmcu_avgpool_ort_s8) --
+
+def ort_pool_prepare(g: Graph, op: Op) -> None:
+    """Compile-time tables of onnxruntime's average pooling: the dequantized value of every int8 input
+    and the output scale and zero point as float32 bit patterns (zero point in the model's own domain:
+    the frontend records +128 for a uint8 output as onnx_zp_offset)."""
+    x, y, a = g.t(op.inputs[0]), g.t(op.outputs[0]), op.attrs
+    a["ort_dq"] = fp.ort_dequantize_table(x.quant.s, x.quant.zp)
+    a["ort_zp_offset"] = int(a.get("onnx_zp_offset", 0))
+    a["ort_zp_onnx"] = y.quant.zp + a["ort_zp_offset"]
+
+
+def ort_pool_reference(g: Graph, op: Op, xs) -> np.ndarray:
+    a, y = op.attrs, g.t(op.outputs[0])
+    return fp.ort_avgpool(pool_taps(xs[0], *a["filter"], a["stride"], a["pads"], y.shape[1:3]), a["ort_dq"],
+                          y.quant.s, a["ort_zp_onnx"], a["ort_zp_offset"], a["act_min"], a["act_max"])
+
+
+def ort_pool_context(g: Graph, op: Op, cg) -> dict:
+    a, y = op.attrs, g.t(op.outputs[0])
+    bits = [f"0x{int(b):08x}u" for b in fp.f32_bits(a["ort_dq"])]
+    return dict(ort=True, dq_bits="\n    " + ",\n    ".join(", ".join(bits[i:i + 8]) for i in range(0, 256, 8)) + "\n",
+                scale_bits=int(fp.f32_bits(y.quant.scale[:1])[0]), zp_bits=int(fp.f32_bits([a["ort_zp_onnx"]])[0]),
+                zp_offset=a["ort_zp_offset"])
+
+
+ORT_POOL_DECLS = """\
+{% if ort %}
+static const uint32_t {{n}}_dq[256] = {{ '{' }}{{dq_bits}}{{ '}' }};
+{% endif %}"""
+ORT_POOL_CALL = """\
+status = pockmcu_avgpool_ort_s8(&{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims, &{{n}}_output_dims,
+                                {{n}}_dq, {{scale_bits}}u, {{zp_bits}}u, {{zp_offset}}, {{ptr(y)}});"""
+
+
 class _Pool(OpDef):
     tflite_options = "Pool2DOptions"
 
@@ -53,6 +88,8 @@ class _Pool(OpDef):
         if "pads" not in a:
             a["pads"] = same_or_valid_pads(a["padding"], x.shape[1:3], a["filter"], a["stride"], (1, 1), y.shape[1:3])
         a["act_min"], a["act_max"] = fp.activation_range(a["activation"], y.quant.s, y.quant.zp)
+        if g.numerics == "onnxruntime" and self.kind == "AVERAGE_POOL_2D":
+            ort_pool_prepare(g, op)
 
     def window(self, g: Graph, op: Op) -> Window:
         a = op.attrs
@@ -66,7 +103,7 @@ class _Pool(OpDef):
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         a = op.attrs
         return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), stride=a["stride"], pads=a["pads"],
-                    filter=a["filter"], act_min=a["act_min"], act_max=a["act_max"])
+                    filter=a["filter"], act_min=a["act_min"], act_max=a["act_max"], **(ort_pool_context(g, op, cg) if "ort_dq" in a else {"ort": False}))
 
     c_decls = """\
 static const cmsis_nn_pool_params {{n}}_params = {
@@ -75,7 +112,7 @@ static const cmsis_nn_pool_params {{n}}_params = {
 static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
 static const cmsis_nn_dims {{n}}_filter_dims = {{ '{' }}1, {{filter[0]}}, {{filter[1]}}, 1{{ '}' }};
 static const cmsis_nn_dims {{n}}_output_dims = {{ dims(y.shape) }};
-"""
+""" + ORT_POOL_DECLS
 
 
 @register
@@ -89,6 +126,8 @@ class AveragePool2D(_Pool):
         _pool_backward(tb, op, "AVERAGE_POOL_2D_GRAD", needs_input=False)
 
     def reference(self, g: Graph, op: Op, xs):
+        if "ort_dq" in op.attrs:
+            return [ort_pool_reference(g, op, xs)]
         a = op.attrs
         y = g.t(op.outputs[0])
         total = np.zeros((xs[0].shape[0],) + y.shape[1:], np.int64)
@@ -101,10 +140,14 @@ class AveragePool2D(_Pool):
         return [np.clip(avg, a["act_min"], a["act_max"]).astype(np.int8)]
 
     c_call = """\
+{% if ort %}
+""" + ORT_POOL_CALL + """
+{% else %}
 ctx.buf = {{scratch}};
 ctx.size = {{scratch_size}};
 status = arm_avgpool_s8(&ctx, &{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
-                        &{{n}}_output_dims, {{ptr(y)}});"""
+                        &{{n}}_output_dims, {{ptr(y)}});
+{% endif %}"""
     c_buffer_query = "arm_avgpool_s8_get_buffer_size({{y.shape[2]}}, {{y.shape[3]}})"
 
 

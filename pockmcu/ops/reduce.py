@@ -42,13 +42,24 @@ class Mean(OpDef):
     def prepare(self, g: Graph, op: Op) -> None:
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
         op.attrs["q"] = fp.mean_params(x.quant.s, x.quant.zp, y.quant.s, y.quant.zp, x.shape[1] * x.shape[2])
+        if g.numerics == "onnxruntime":
+            # QLinearGlobalAveragePool: scale = float32(s_in / (s_out * float32(count)))
+            n = np.float32(x.shape[1] * x.shape[2])
+            scale = np.float32(x.quant.scale[0]) / np.float32(np.float32(y.quant.scale[0]) * n)
+            m, e = fp.f32_mant_exp(scale)
+            op.attrs["q"].update(ort_mant=int(m[0]), ort_exp=int(e[0]))
 
     def reference(self, g: Graph, op: Op, xs):
+        if g.numerics == "onnxruntime":   # RoundHalfEven(float32(float32(sum - zp * count) * scale)) + zp_out
+            q, x = op.attrs["q"], xs[0].astype(np.int64)
+            acc = x.sum(axis=(1, 2), keepdims=True) - q["input_zero_point"] * x.shape[1] * x.shape[2]
+            out = np.clip(fp.requantize_ort(acc, q["ort_mant"], q["ort_exp"]) + q["output_zero_point"], -128, 127)
+            return [out.astype(np.int8).reshape((xs[0].shape[0],) + g.t(op.outputs[0]).shape[1:])]
         out = fp.mean_s8(xs[0], (1, 2), op.attrs["keep_dims"], op.attrs["q"])
         return [out.reshape((xs[0].shape[0],) + g.t(op.outputs[0]).shape[1:])]
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), q=op.attrs["q"])
+        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), q=op.attrs["q"], ort=g.numerics == "onnxruntime")
 
     def backward(self, tb, op: Op) -> None:
         x = op.inputs[0]
@@ -60,8 +71,13 @@ class Mean(OpDef):
 static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
 """
     c_call = """\
+{% if ort %}
+status = pockmcu_mean_ort_s8(&{{n}}_input_dims, {{ptr(x)}}, {{q.input_offset}}, {{q.output_offset}},
+                             {{q.ort_mant}}, {{q.ort_exp}}, {{ptr(y)}});
+{% else %}
 status = pockmcu_mean_s8(&{{n}}_input_dims, {{ptr(x)}}, {{q.input_offset}}, {{q.output_offset}},
-                         {{q.multiplier}}, {{q.shift}}, {{ptr(y)}});"""
+                         {{q.multiplier}}, {{q.shift}}, {{ptr(y)}});
+{% endif %}"""
 
 
 @register

@@ -45,10 +45,15 @@ class Requantize(OpDef):
         a["multiplier"], a["shift"] = fp.quantize_multiplier(float(x.quant.s) / float(y.quant.s))
         lo, hi = a.get("clamp") or (-128, 127)
         a["act_min"], a["act_max"] = max(int(lo), -128), min(int(hi), 127)
+        if g.numerics == "onnxruntime":   # DequantizeLinear -> QuantizeLinear in float32, as a table
+            a["table"] = fp.ort_requantize_table(x.quant.s, x.quant.zp, y.quant.s, y.quant.zp,
+                                                 a["act_min"], a["act_max"])
 
     def reference(self, g: Graph, op: Op, xs):
         a = op.attrs
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        if "table" in a:
+            return [a["table"][xs[0].astype(np.int64) + 128]]
         v = fp.multiply_by_quantized_multiplier(xs[0].astype(np.int64) - x.quant.zp, a["multiplier"], a["shift"])
         return [np.clip(np.asarray(v) + y.quant.zp, a["act_min"], a["act_max"]).astype(np.int8)]
 
@@ -60,11 +65,20 @@ class Requantize(OpDef):
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-        return dict(x=x, y=y, in_offset=-x.quant.zp, out_offset=y.quant.zp, **op.attrs)
+        return dict(x=x, y=y, in_offset=-x.quant.zp, out_offset=y.quant.zp, **op.attrs,
+                    lut_values=cg.int_list(op.attrs["table"], 16) if "table" in op.attrs else "")
 
+    c_decls = """\
+{% if table is defined %}
+static const int8_t {{n}}_table[256] = {{ '{' }}{{lut_values}}{{ '}' }};
+{% endif %}"""
     c_call = """\
+{% if table is defined %}
+status = pockmcu_lut_s8({{ptr(x)}}, {{x.size}}, {{n}}_table, {{ptr(y)}});
+{% else %}
 status = pockmcu_requantize_s8({{ptr(x)}}, {{x.size}}, {{in_offset}}, {{multiplier}}, {{shift}}, {{out_offset}},
-                               {{act_min}}, {{act_max}}, {{ptr(y)}});"""
+                               {{act_min}}, {{act_max}}, {{ptr(y)}});
+{% endif %}"""
 
 
 @register
@@ -143,10 +157,16 @@ class AveragePoolRequant(OpDef):
         a["multipliers"] = np.array([m for m, _ in pairs], np.int32)
         a["shifts"] = np.array([s for _, s in pairs], np.int32)
         a["act_min"], a["act_max"] = fp.activation_range(a.get("activation", "NONE"), y.quant.s, y.quant.zp)
+        if g.numerics == "onnxruntime":
+            from .pool import ort_pool_prepare
+
+            ort_pool_prepare(g, op)
 
     def reference(self, g: Graph, op: Op, xs):
-        from .pool import pool_taps
+        from .pool import ort_pool_reference, pool_taps
 
+        if "ort_dq" in op.attrs:
+            return [ort_pool_reference(g, op, xs)]
         a = op.attrs
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
         total = np.zeros((xs[0].shape[0],) + y.shape[1:], np.int64)
@@ -166,9 +186,11 @@ class AveragePoolRequant(OpDef):
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         a = op.attrs
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        from .pool import ort_pool_context
+
         return dict(x=x, y=y, stride=a["stride"], pads=a["pads"], filter=a["filter"], act_min=a["act_min"],
                     act_max=a["act_max"], in_offset=-x.quant.zp, out_offset=y.quant.zp, n_table=len(a["shifts"]),
-                    multipliers=cg.int_list(a["multipliers"]), shifts=cg.int_list(a["shifts"]))
+                    multipliers=cg.int_list(a["multipliers"]), shifts=cg.int_list(a["shifts"]), **(ort_pool_context(g, op, cg) if "ort_dq" in a else {"ort": False}))
 
     c_decls = """\
 static const cmsis_nn_pool_params {{n}}_params = {
@@ -177,10 +199,19 @@ static const cmsis_nn_pool_params {{n}}_params = {
 static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
 static const cmsis_nn_dims {{n}}_filter_dims = {{ '{' }}1, {{filter[0]}}, {{filter[1]}}, 1{{ '}' }};
 static const cmsis_nn_dims {{n}}_output_dims = {{ dims(y.shape) }};
+{% if ort %}
+static const uint32_t {{n}}_dq[256] = {{ '{' }}{{dq_bits}}{{ '}' }};
+{% else %}
 static const int32_t {{n}}_multipliers[{{n_table}}] = {{ '{' }}{{multipliers}}{{ '}' }};
 static const int32_t {{n}}_shifts[{{n_table}}] = {{ '{' }}{{shifts}}{{ '}' }};
+{% endif %}
 """
     c_call = """\
+{% if ort %}
+status = pockmcu_avgpool_ort_s8(&{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims, &{{n}}_output_dims,
+                                {{n}}_dq, {{scale_bits}}u, {{zp_bits}}u, {{zp_offset}}, {{ptr(y)}});
+{% else %}
 status = pockmcu_avgpool_requant_s8(&{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
                                     &{{n}}_output_dims, {{in_offset}}, {{out_offset}}, {{n}}_multipliers,
-                                    {{n}}_shifts, {{ptr(y)}});"""
+                                    {{n}}_shifts, {{ptr(y)}});
+{% endif %}"""
