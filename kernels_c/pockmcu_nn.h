@@ -456,6 +456,20 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_f32(const cmsis_nn_dw_conv
                                                           const cmsis_nn_dims *output_dims,
                                                           const float *grad_output,
                                                           float *grad_input);
+/* The same, bit for bit, for stride 1, row by row; grad_input may be grad_output (ch_mult 1): finished
+ * rows wait in a ring in ctx->buf of the size below until their output row is read no more. */
+arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_context *ctx,
+                                                               const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                               const cmsis_nn_dims *input_dims,
+                                                               const cmsis_nn_dims *filter_dims,
+                                                               const int8_t *filter,
+                                                               const float *filter_scale,
+                                                               const cmsis_nn_dims *output_dims,
+                                                               const float *grad_output,
+                                                               float *grad_input);
+int32_t pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                                   const cmsis_nn_dims *input_dims,
+                                                                   const cmsis_nn_dims *filter_dims);
 
 /* input_dims: n = batches, c = in features; filter_dims: n = in, c = out (as the
  * forward); real weight = filter_scale[o] * (filter[o][i] + filter_offset). */

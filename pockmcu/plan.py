@@ -162,13 +162,13 @@ def lifetimes(g: Graph, ops: list | None = None, share: bool = True
     if share:
         pinned = {gr.root(t) for t in g.outputs}
         for step, op in enumerate(ops):
-            d = opdef(op.kind)
-            if not d.may_share_input or not op.outputs:
+            shares = opdef(op.kind).shared_inputs(g, op)
+            if not shares or not op.outputs:
                 continue
             ro = gr.root(op.outputs[0])
             if span[ro][0] != step:
                 continue
-            for k in d.may_share_input:
+            for k in shares:
                 if k >= len(op.inputs) or not op.inputs[k] or g.t(op.inputs[k]).is_const:
                     continue
                 ri = gr.root(op.inputs[k])

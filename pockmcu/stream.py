@@ -27,6 +27,7 @@ never streams.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 from .ir import Graph, Op, Tensor
@@ -232,8 +233,8 @@ def apply_stream(g: Graph, st: _Stage, grid: tuple[int, int]) -> tuple[Graph, li
     internal = {t for op in layers for t in op.outputs} - {st.sink}
     for t in internal:
         tensors.pop(t, None)
-    ng = Graph(tensors=tensors, ops=g.ops[:st.start] + new_ops + g.ops[st.end:], inputs=list(g.inputs),
-               outputs=list(g.outputs), source=g.source, format=g.format, state=g.state)
+    ng = copy.copy(g)       # keeps every field and what a frontend attached (ONNX value names)
+    ng.tensors, ng.ops = tensors, g.ops[:st.start] + new_ops + g.ops[st.end:]
     return ng, tiles      # the copies keep the layers' prepared constants (they depend on no shape)
 
 

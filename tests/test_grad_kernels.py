@@ -38,6 +38,7 @@ FP_FLAGS = ["-ffp-contract=off"]
 TRAIN_FUNCS = [
     "pockmcu_xorshift32", "pockmcu_stochastic_round", "pockmcu_update_s8", "pockmcu_update_s32",
     "pockmcu_conv_grad_input_f32", "pockmcu_depthwise_conv_grad_input_f32",
+    "pockmcu_depthwise_conv_grad_input_rows_f32",
     "pockmcu_fully_connected_grad_input_f32",
     "pockmcu_conv_wgrad_update_s8", "pockmcu_conv_wgrad_update_s8_get_buffer_size",
     "pockmcu_depthwise_conv_wgrad_update_s8", "pockmcu_depthwise_conv_wgrad_update_s8_get_buffer_size",
@@ -85,6 +86,11 @@ arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *, co
 arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_f32(const cmsis_nn_dw_conv_params *,
     const cmsis_nn_dims *, const cmsis_nn_dims *, const int8_t *, const float *, const cmsis_nn_dims *,
     const float *, float *);
+arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_context *,
+    const cmsis_nn_dw_conv_params *, const cmsis_nn_dims *, const cmsis_nn_dims *, const int8_t *, const float *,
+    const cmsis_nn_dims *, const float *, float *);
+int32_t pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(const cmsis_nn_dw_conv_params *,
+    const cmsis_nn_dims *, const cmsis_nn_dims *);
 arm_cmsis_nn_status pockmcu_fully_connected_grad_input_f32(const cmsis_nn_dims *, const cmsis_nn_dims *,
     const int8_t *, int32_t, const float *, const float *, float *);
 arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *, const cmsis_nn_conv_params *,
@@ -280,6 +286,22 @@ class TK:
             self.p("float", np.ascontiguousarray(go, dtype=np.float32)), self.p("float", gi))
         assert st == 0, st
         return gi
+
+    def dw_grad_input_rows(self, g: Geom, n, cin, ch_mult, w, fs, go, in_place=False, buf_bytes=None):
+        """The row-by-row kernel; in place: grad_input is written over (a copy of) grad_output."""
+        _, kh, kw, co = w.shape
+        params, in_d, f_d = self.dw_params(g, ch_mult), self.dims(n, *g.in_hw, cin), self.dims(1, kh, kw, co)
+        size = self.lib.pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(params, in_d, f_d)
+        ring = np.full(max(size // 4, 1), np.nan, np.float32)
+        ctx = self.ffi.new("cmsis_nn_context *")
+        ctx.buf, ctx.size = self.ffi.cast("void *", self.ffi.from_buffer(ring)), size if buf_bytes is None else buf_bytes
+        src = np.ascontiguousarray(go, dtype=np.float32).copy()
+        gi = src if in_place else np.full((n, *g.in_hw, cin), np.nan, dtype=np.float32)
+        st = self.lib.pockmcu_depthwise_conv_grad_input_rows_f32(
+            ctx, params, in_d, f_d, self.p("int8_t", np.ascontiguousarray(w, dtype=np.int8)),
+            self.p("float", np.ascontiguousarray(fs, dtype=np.float32)), self.dims(n, *g.out, co),
+            self.p("float", src), self.p("float", gi))
+        return st, gi.reshape(n, *g.in_hw, cin)
 
     def fc_grad_input(self, w, f_off, fs, go):
         out_f, in_f = w.shape
@@ -784,7 +806,23 @@ def check_conv(k: TK, rng, n_iter):
     assert st == -1, "channel range outside C_in must be refused"
 
 
+def check_depthwise_rows(k: TK, rng, n_iter):
+    """The row-by-row input gradient (stride 1) in place over grad_output: the scatter kernel's bits."""
+    for _ in range(n_iter):
+        g = rand_geom(rng, s_max=1, d_max=3)
+        g = Geom(g.in_hw, g.k, (1, 1), g.dil, True)       # SAME, stride 1: input and output shapes agree
+        n, cin = int(rng.integers(1, 3)), int(rng.integers(1, 7))
+        w = rng.integers(-127, 128, (1, *g.k, cin)).astype(np.int8)
+        fs = np.array([_rand_scale(rng, 1e-3, 0.05) for _ in range(cin)], np.float32)
+        go = rng.standard_normal((n, *g.out, cin)).astype(np.float32)
+        want = k.dw_grad_input(g, n, cin, 1, w, fs, go)
+        for in_place in (False, True):
+            st, got = k.dw_grad_input_rows(g, n, cin, 1, w, fs, go, in_place=in_place)
+            assert st == 0 and np.array_equal(got.view(np.uint32), want.view(np.uint32)), (g, in_place)
+
+
 def check_depthwise(k: TK, rng, n_iter):
+    checked_in_place = []
     for it in range(n_iter):
         g = rand_geom(rng)
         n = int(rng.integers(1, 3))
@@ -804,6 +842,15 @@ def check_depthwise(k: TK, rng, n_iter):
 
         gi = k.dw_grad_input(g, n, cin, m, w, fs, go)
         assert_close(gi, gx_t, f"depthwise grad_input m={m} {g}")
+        if g.stride == (1, 1):   # the row-by-row kernel: the same bits, in place too when shapes allow
+            st, rows = k.dw_grad_input_rows(g, n, cin, m, w, fs, go)
+            assert st == 0 and np.array_equal(rows.view(np.uint32), gi.view(np.uint32)), f"rows kernel {g}"
+            if m == 1 and g.out == g.in_hw:
+                st, rows = k.dw_grad_input_rows(g, n, cin, m, w, fs, go, in_place=True)
+                assert st == 0 and np.array_equal(rows.view(np.uint32), gi.view(np.uint32)), f"in place {g}"
+                checked_in_place.append(g)
+            st, _ = k.dw_grad_input_rows(g, n, cin, m, w, fs, go, buf_bytes=0)
+            assert st == -1
         if it < 6:
             ref = np_dw_grad_input_order(w, fs, go, g, n, cin, m)
             assert np.array_equal(gi.view(np.uint32), ref.view(np.uint32)), f"depthwise grad_input order {g}"
@@ -1392,6 +1439,7 @@ ALL_CHECKS = {
     "update_rule": (check_update_rule, 30),
     "conv": (check_conv, 16),
     "depthwise": (check_depthwise, 16),
+    "depthwise_rows": (check_depthwise_rows, 24),
     "fully_connected": (check_fc, 16),
     "bias": (check_bias, 12),
     "pools": (check_pools, 14),

@@ -124,6 +124,10 @@ class OpDef:
     def scratch_bytes(self, g: Graph, op: Op) -> int:
         return 0
 
+    def shared_inputs(self, g: Graph, op: Op) -> tuple[int, ...]:
+        """Inputs this op's output may overwrite when they die at it (default ``may_share_input``)."""
+        return self.may_share_input
+
     # -- streaming ------------------------------------------------------------------------
     def window(self, g: Graph, op: Op) -> Window | None:
         """The spatial window of an NHWC op that can run on a tile of its output (None: it cannot).

@@ -418,14 +418,40 @@ class DepthwiseGradInput(_GradOp):
                 dxp[_tap_slices(i, j, a, dz.shape[1:3])] += contrib
         return [_crop(dxp, xshape, a["pads"])]
 
+    # Stride 1: the row-by-row kernel (same bits), which may write dx over dz when dz dies here (the
+    # planner decides; same shape needs ch_mult 1). That halves the peak of a depthwise backward step.
+    @staticmethod
+    def by_rows(op: Op) -> bool:
+        return tuple(op.attrs["layer"].attrs["stride"]) == (1, 1)
+
+    def shared_inputs(self, g: Graph, op: Op) -> tuple[int, ...]:
+        same = g.t(op.inputs[0]).shape == g.t(op.outputs[0]).shape
+        return (0,) if self.by_rows(op) and same and op.attrs["layer"].attrs["ch_mult"] == 1 else ()
+
+    def scratch_bytes(self, g: Graph, op: Op) -> int:
+        if not self.by_rows(op):
+            return 0
+        f = op.attrs["layer"]
+        kh, dil, pad = g.t(f.inputs[1]).shape[1], f.attrs["dilation"][0], f.attrs["pads"][0]
+        x = g.t(f.inputs[0])
+        return max((kh - 1) * dil - pad + 1, 1) * x.shape[2] * x.shape[3] * 4
+
     def c_context(self, g, op, cg):
-        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]))
+        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]), rows=self.by_rows(op))
 
     c_decls = Conv2DGradInput.c_decls
     c_call = """\
+{% if rows %}
+ctx.buf = {{scratch}};
+ctx.size = {{scratch_size}};
+status = pockmcu_depthwise_conv_grad_input_rows_f32(&ctx, &{{layer}}_params, &{{layer}}_input_dims,
+                                                    &{{layer}}_filter_dims, {{weights}}, {{n}}_filter_scale,
+                                                    &{{layer}}_output_dims, {{ptr(dz)}}, {{ptr(dx)}});
+{% else %}
 status = pockmcu_depthwise_conv_grad_input_f32(&{{layer}}_params, &{{layer}}_input_dims, &{{layer}}_filter_dims,
                                                {{weights}}, {{n}}_filter_scale, &{{layer}}_output_dims,
-                                               {{ptr(dz)}}, {{ptr(dx)}});"""
+                                               {{ptr(dz)}}, {{ptr(dx)}});
+{% endif %}"""
 
 
 @register

@@ -1,0 +1,127 @@
+/*
+ * pockmcu_depthwise_conv_grad_input_rows_f32 - input gradient of a stride-1
+ * int8 depthwise convolution, row by row, able to run in place.
+ *
+ * Same result as pockmcu_depthwise_conv_grad_input_f32, bit for bit: every
+ * element of grad_input is the float sum of the same terms
+ * (grad_output[oc] * filter_scale[oc]) * filter[oc] in the same order (output
+ * rows, then output columns, then the channel multiplier, ascending), gathered
+ * per input row instead of scattered per output position.
+ *
+ * grad_input may be the same buffer as grad_output (in_dims == output_dims,
+ * ch_mult 1): input row iy reads output rows iy + pad - (k_h - 1) * dil_h ..
+ * iy + pad, so a finished row waits in a ring of
+ * pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size() bytes (ctx->buf)
+ * until no later row reads the output row it overwrites. Stride 1 only.
+ */
+#include <string.h>
+
+#include "pockmcu_nn.h"
+
+static int32_t ring_rows(const cmsis_nn_dw_conv_params *p, const cmsis_nn_dims *filter_dims)
+{
+    const int32_t lag = (filter_dims->h - 1) * p->dilation.h - p->padding.h;
+    return lag > 0 ? lag + 1 : 1;
+}
+
+int32_t pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                                   const cmsis_nn_dims *input_dims,
+                                                                   const cmsis_nn_dims *filter_dims)
+{
+    return ring_rows(dw_conv_params, filter_dims) * input_dims->w * input_dims->c * (int32_t)sizeof(float);
+}
+
+arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_context *ctx,
+                                                               const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                               const cmsis_nn_dims *input_dims,
+                                                               const cmsis_nn_dims *filter_dims,
+                                                               const int8_t *filter,
+                                                               const float *filter_scale,
+                                                               const cmsis_nn_dims *output_dims,
+                                                               const float *grad_output,
+                                                               float *grad_input)
+{
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t in_c = input_dims->c;
+    const int32_t ch_mult = dw_conv_params->ch_mult;
+    const int32_t out_c = filter_dims->c;
+    const int32_t k_h = filter_dims->h;
+    const int32_t k_w = filter_dims->w;
+    const int32_t out_h = output_dims->h;
+    const int32_t out_w = output_dims->w;
+    const int32_t dil_h = dw_conv_params->dilation.h;
+    const int32_t dil_w = dw_conv_params->dilation.w;
+    const int32_t pad_h = dw_conv_params->padding.h;
+    const int32_t pad_w = dw_conv_params->padding.w;
+    const int32_t row = in_w * in_c;
+    const int32_t rows = ring_rows(dw_conv_params, filter_dims);
+    /* input rows up to iy + lag are final once input row iy is (their output rows are read no more) */
+    const int32_t lag = pad_h - (k_h - 1) * dil_h;
+    float *ring = (float *)ctx->buf;
+    int32_t b;
+
+    if (ch_mult < 1 || in_c * ch_mult != out_c || output_dims->c != out_c || dw_conv_params->stride.h != 1 ||
+        dw_conv_params->stride.w != 1 || dil_h < 1 || dil_w < 1 || ring == NULL ||
+        ctx->size < pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(dw_conv_params, input_dims,
+                                                                               filter_dims))
+    {
+        return ARM_CMSIS_NN_ARG_ERROR;
+    }
+
+    for (b = 0; b < input_dims->n; b++)
+    {
+        const float *go_b = grad_output + (int32_t)b * out_h * out_w * out_c;
+        float *gi_b = grad_input + (int32_t)b * in_h * row;
+        int32_t written = 0; /* input rows [0, written) are stored */
+        int32_t iy;
+        for (iy = 0; iy < in_h; iy++)
+        {
+            float *gi = ring + (iy % rows) * row;
+            int32_t ky, kx, ix, ic, m, last;
+            memset(gi, 0, (size_t)row * sizeof(float));
+            for (ky = k_h - 1; ky >= 0; ky--) /* output rows ascending */
+            {
+                const int32_t oy = iy + pad_h - ky * dil_h;
+                if (oy < 0 || oy >= out_h)
+                {
+                    continue;
+                }
+                for (kx = k_w - 1; kx >= 0; kx--) /* output columns ascending */
+                {
+                    const int8_t *w = filter + (ky * k_w + kx) * out_c;
+                    for (ix = 0; ix < in_w; ix++)
+                    {
+                        const int32_t ox = ix + pad_w - kx * dil_w;
+                        const float *go;
+                        float *g;
+                        if (ox < 0 || ox >= out_w)
+                        {
+                            continue;
+                        }
+                        go = go_b + (oy * out_w + ox) * out_c;
+                        g = gi + ix * in_c;
+                        for (ic = 0; ic < in_c; ic++)
+                        {
+                            for (m = 0; m < ch_mult; m++)
+                            {
+                                const int32_t oc = ic * ch_mult + m;
+                                g[ic] += (go[oc] * filter_scale[oc]) * (float)w[oc];
+                            }
+                        }
+                    }
+                }
+            }
+            last = iy + lag < iy ? iy + lag : iy;
+            for (; written <= last && written < in_h; written++)
+            {
+                memcpy(gi_b + written * row, ring + (written % rows) * row, (size_t)row * sizeof(float));
+            }
+        }
+        for (; written < in_h; written++)
+        {
+            memcpy(gi_b + written * row, ring + (written % rows) * row, (size_t)row * sizeof(float));
+        }
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
