@@ -77,9 +77,10 @@ class CodeGen:
             if t not in names:
                 claim(t, f"output{i}" if len(g.outputs) > 1 else "output")
         for op in g.ops:
+            layer = op.attrs.get("tile_of", op.name)      # the tiles of a streamed layer share its constants
             for k, t in enumerate(op.inputs):
                 if t and t not in names and g.t(t).is_const:
-                    claim(t, f"{op.name}_{WEIGHT_ROLES.get(k, f'const{k}') if opdef(op.kind).kernel else f'const{k}'}")
+                    claim(t, f"{layer}_{WEIGHT_ROLES.get(k, f'const{k}') if opdef(op.kind).kernel else f'const{k}'}")
             for k, t in enumerate(op.outputs):
                 if t not in names:
                     claim(t, f"{op.name}_out" + (str(k) if k else ""))

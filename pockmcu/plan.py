@@ -133,7 +133,9 @@ def lifetimes(g: Graph, ops: list | None = None, share: bool = True
     """Buffers with lifetimes for an op schedule (default: the graph's op order).
 
     With ``share``, an op whose OpDef lists ``may_share_input`` writes its output over input k
-    when that input's buffer is last used at this step (and is big enough).
+    when that input's buffer is last used at this step (and is big enough); such ops get
+    ``attrs["writes_over_input"]`` (True or False) for this order, which the last call (the plan's)
+    leaves in place for code generation.
     """
     ops = g.ops if ops is None else ops
     gr = _fixed_groups(ops)
@@ -165,6 +167,7 @@ def lifetimes(g: Graph, ops: list | None = None, share: bool = True
             shares = opdef(op.kind).shared_inputs(g, op)
             if not shares or not op.outputs:
                 continue
+            op.attrs["writes_over_input"] = False
             ro = gr.root(op.outputs[0])
             if span[ro][0] != step:
                 continue
@@ -181,6 +184,7 @@ def lifetimes(g: Graph, ops: list | None = None, share: bool = True
                 if ro in pinned:
                     pinned.add(ri)
                 del span[ro], sizes[ro], members[ro]
+                op.attrs["writes_over_input"] = True     # for kernels that work differently in place
                 break
 
     buffers = [Buffer(name=r, size=align(sizes[r]), first=s[0], last=s[1], tensors=members[r])

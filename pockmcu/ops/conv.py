@@ -418,15 +418,17 @@ class DepthwiseGradInput(_GradOp):
                 dxp[_tap_slices(i, j, a, dz.shape[1:3])] += contrib
         return [_crop(dxp, xshape, a["pads"])]
 
-    # Stride 1: the row-by-row kernel (same bits), which may write dx over dz when dz dies here (the
-    # planner decides; same shape needs ch_mult 1). That halves the peak of a depthwise backward step.
+    # Stride 1, ch_mult 1: dx may be written over dz when dz dies here (the planner decides); then the
+    # row-by-row kernel (same bits, a small ring of rows as scratch) runs. That halves the peak of a
+    # depthwise backward step.
     @staticmethod
     def by_rows(op: Op) -> bool:
-        return tuple(op.attrs["layer"].attrs["stride"]) == (1, 1)
+        return bool(op.attrs.get("writes_over_input"))
 
     def shared_inputs(self, g: Graph, op: Op) -> tuple[int, ...]:
+        f = op.attrs["layer"]
         same = g.t(op.inputs[0]).shape == g.t(op.outputs[0]).shape
-        return (0,) if self.by_rows(op) and same and op.attrs["layer"].attrs["ch_mult"] == 1 else ()
+        return (0,) if tuple(f.attrs["stride"]) == (1, 1) and same and f.attrs["ch_mult"] == 1 else ()
 
     def scratch_bytes(self, g: Graph, op: Op) -> int:
         if not self.by_rows(op):
