@@ -172,7 +172,7 @@ def _stream(g: Graph, mode: str, spec=None, train: TrainOptions | None = None):
 
     trained = [k for k, op in enumerate(g.ops) if any(u.op is op and (u.bias or u.channels) for u in spec.layers)]
     limit = min(trained, default=len(g.ops))
-    if not any(st.end <= limit for st, *_ in candidates(g)):
+    if not any(c[0].end <= limit for c in candidates(g)):
         return g, None
     probe = copy.deepcopy((g, spec))
     tg = build_training(probe[0], probe[1], train.loss, reorder=train.reorder)

@@ -20,8 +20,8 @@ is the recomputed halo (reported as extra MACs).
 
 ``choose_stream`` evaluates every valid stage (start, end) and tile grid by the
 peak of live bytes of the resulting schedule; ``--stream auto`` (default) keeps
-the lowest peak that costs at most 50% more MACs when it lowers the peak by 10%
-or more, ``--stream max`` the lowest peak whatever the MACs, ``--stream off``
+the lowest peak that costs at most 50% more MACs and 100 more kernel calls (the
+tiles are unrolled in the generated C) when it lowers the peak by 10% or more, ``--stream max`` the lowest peak whatever the MACs, ``--stream off``
 never streams.
 """
 
@@ -253,15 +253,19 @@ def macs(g: Graph) -> int:
 
 #: ``auto`` streams only when the peak drops by at least this fraction ...
 AUTO_MIN_GAIN = 0.10
-#: ... for at most this fraction of extra MACs (``max`` has no limit)
+#: ... for at most this fraction of extra MACs ...
 AUTO_MAX_EXTRA_MACS = 0.50
+#: ... and at most this many extra kernel calls: the tiles are unrolled in the generated C, each
+#: call about 170 bytes of flash on Cortex-M4 (``max`` has neither limit)
+AUTO_MAX_EXTRA_OPS = 100
 MODES = ("auto", "max", "off")
 
 _CANDIDATES: dict[tuple, list] = {}
 
 
-def candidates(g: Graph, grids=GRIDS) -> list[tuple[_Stage, tuple[int, int], int, int]]:
-    """Every (stage, grid) with the peak of live bytes of its inference schedule and its MACs.
+def candidates(g: Graph, grids=GRIDS) -> list[tuple[_Stage, tuple[int, int], int, int, int]]:
+    """Every (stage, grid) with the peak of live bytes of its inference schedule, its MACs and its
+    number of ops.
 
     Cached per model file (the search compiles one model many times)."""
     from pathlib import Path  # noqa: PLC0415
@@ -277,7 +281,7 @@ def candidates(g: Graph, grids=GRIDS) -> list[tuple[_Stage, tuple[int, int], int
             if grid[0] > sink.shape[1] or grid[1] > sink.shape[2]:
                 continue
             ng, _ = apply_stream(g, st, grid)
-            out.append((st, grid, max(_live(ng, ng.ops)), macs(ng)))
+            out.append((st, grid, max(_live(ng, ng.ops)), macs(ng), len(ng.ops)))
     if key is not None:
         _CANDIDATES[key] = out
     return out
@@ -300,11 +304,11 @@ def choose_stream(g: Graph, mode: str = "auto", limit: int | None = None, floor=
     base_macs = macs(g)
     base = max(max(_live(g, g.ops)), floor(len(g.ops)) if floor else 0)
     found = []
-    for st, grid, peak, m in candidates(g):
+    for st, grid, peak, m, n_ops in candidates(g):
         if st.end > limit:
             continue
         peak = max(peak, floor(st.end) if floor else 0)
-        if mode == "auto" and m > base_macs * (1 + AUTO_MAX_EXTRA_MACS):
+        if mode == "auto" and (m > base_macs * (1 + AUTO_MAX_EXTRA_MACS) or n_ops - len(g.ops) > AUTO_MAX_EXTRA_OPS):
             continue
         found.append((peak, m, st, grid))
     if not found:

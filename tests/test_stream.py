@@ -21,7 +21,7 @@ from pockmcu.compiler import TrainOptions, compile_model, load_and_check
 from pockmcu.reference import run_reference
 from pockmcu.sim import load
 from test_errors import pockmcu
-from pockmcu.stream import AUTO_MAX_EXTRA_MACS, GRIDS, apply_stream, choose_stream, macs, stages, tile_regions
+from pockmcu.stream import AUTO_MAX_EXTRA_MACS, AUTO_MAX_EXTRA_OPS, GRIDS, apply_stream, choose_stream, macs, stages, tile_regions
 
 MOBILENETV2 = ROOT / "tests" / "fixtures" / "mobilenetv2" / "mobilenetv2_w035_128.tflite"
 STREAMING = [MOBILENETV2, SHARED / "mlperf_vww_mobilenetv1_96.tflite", SHARED / "tflm_person_detect.tflite",
@@ -100,12 +100,13 @@ def test_streamed_c_equals_unstreamed_and_tflm(model, tmp_path):
 def test_policy():
     for model in STREAMING + [SHARED / "mlperf_kws_dscnn.tflite"]:
         g = load_and_check(model)
-        auto = choose_stream(g, "auto")[1]
+        ng, auto = choose_stream(g, "auto")
         best = choose_stream(g, "max")[1]
         assert choose_stream(g, "off") == (g, None)
         if auto is not None:
             assert auto.macs_after <= auto.macs_before * (1 + AUTO_MAX_EXTRA_MACS)
             assert auto.peak_after <= 0.9 * auto.peak_before
+            assert len(ng.ops) - len(g.ops) <= AUTO_MAX_EXTRA_OPS
             assert best.peak_after <= auto.peak_after
     kws = load_and_check(SHARED / "mlperf_kws_dscnn.tflite")
     assert choose_stream(kws, "auto")[1] is None        # streaming would triple its MACs for 11%
