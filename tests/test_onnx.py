@@ -379,3 +379,30 @@ def test_training_in_both_numerics(name, numerics, tmp_path):
         np.testing.assert_array_equal(np.frombuffer(raw[pos:pos + n], g.t(t).np_dtype).reshape(want.shape), want,
                                       err_msg=t)
         pos += n
+
+
+def test_float_softmax_rule_without_onnxruntime(monkeypatch):
+    """Which Softmax nodes onnxruntime leaves in float (asked of onnxruntime) agrees, on every model here,
+    with the rule the frontend falls back to when onnxruntime is not installed."""
+    import builtins
+
+    from pockmcu.frontend.onnx import _read, ort_float_nodes
+
+    real_import = builtins.__import__
+
+    def no_ort(name, *args, **kwargs):
+        if name == "onnxruntime":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    floats = 0
+    for path in ALL:
+        m = _read(path)
+        softmax = {n.name for n in m.graph.node if n.op_type == "Softmax"}
+        asked = ort_float_nodes(m) & softmax
+        monkeypatch.setattr(builtins, "__import__", no_ort)
+        rule = ort_float_nodes(m)
+        monkeypatch.setattr(builtins, "__import__", real_import)
+        assert asked == rule, path.name
+        floats += len(asked)
+    assert floats >= 4
