@@ -406,3 +406,15 @@ def test_float_softmax_rule_without_onnxruntime(monkeypatch):
         assert asked == rule, path.name
         floats += len(asked)
     assert floats >= 4
+
+
+@pytest.mark.parametrize("target", ["qemu-m3", "qemu-m55"])
+@pytest.mark.parametrize("name", ["small_cnn_qop_u8_pc", "pools_qop_s8_pt"])
+def test_qemu_other_cores_equal_host(name, target, generated):
+    """The onnxruntime-numerics kernels (64-bit integer requantization, software float32 in pooling and softmax)
+    on a core without an FPU (M3) and on Helium (M55)."""
+    from pockmcu.runner import run_on_target
+
+    gen = generated(ONNX_FIXTURES / f"{name}.onnx")
+    xs = gen.inputs(3, seed=21)
+    assert run_on_target(gen.out, target, *xs).tobytes() == load(gen.out).invoke(*xs).tobytes()
