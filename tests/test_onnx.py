@@ -418,3 +418,16 @@ def test_qemu_other_cores_equal_host(name, target, generated):
     gen = generated(ONNX_FIXTURES / f"{name}.onnx")
     xs = gen.inputs(3, seed=21)
     assert run_on_target(gen.out, target, *xs).tobytes() == load(gen.out).invoke(*xs).tobytes()
+
+
+def test_numerics_flag(tmp_path):
+    x = ONNX_FIXTURES / "conv_3x3_relu_qop_u8_pt.onnx"
+    for numerics, kernel in (("tflm", "arm_convolve_wrapper_s8("), ("onnxruntime", "pockmcu_convolve_ort_s8(")):
+        r = pockmcu("gen", x, "--ram", "64KB", "-o", tmp_path / numerics, "--numerics", numerics)
+        assert r.returncode == 0, r.stderr
+        assert kernel in (tmp_path / numerics / "model.c").read_text()
+    r = pockmcu("gen", x, "--ram", "64KB", "-o", tmp_path / "default")
+    assert "pockmcu_convolve_ort_s8(" in (tmp_path / "default" / "model.c").read_text()
+    r = pockmcu("gen", SHARED / "mlperf_kws_dscnn.tflite", "--ram", "256KB", "-o", tmp_path / "t", "--numerics",
+                "onnxruntime")
+    assert_clean_error(r, "--numerics onnxruntime", "tflm")
