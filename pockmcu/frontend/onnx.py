@@ -186,8 +186,10 @@ def ort_float_nodes(model) -> set[str]:
     """Names of the nodes onnxruntime's graph optimizer leaves in float (default session options, CPU
     execution provider): a Softmax between DequantizeLinear and QuantizeLinear becomes QLinearSoftmax
     only in some graphs (not, for example, when its QuantizeLinear output is a graph output), and the
-    two compute differently. Asked of onnxruntime itself when it is installed; without it, the rule
-    seen on every model here: a Softmax stays float when the QuantizeLinear after it is a graph output."""
+    two compute differently. Asked of onnxruntime itself when it is installed; without it, a heuristic
+    that holds for every model in tests/ and ../shared/models but is not onnxruntime's rule (a bare
+    DequantizeLinear -> Softmax -> QuantizeLinear graph is fused although its QuantizeLinear is a graph
+    output): a Softmax stays float when the QuantizeLinear after it is a graph output."""
     import tempfile  # noqa: PLC0415
 
     try:
