@@ -296,14 +296,6 @@ static inline uint64_t pockmcu_rne_shr_u64(uint64_t x, int32_t k)
     return q;
 }
 
-/* Magnitude x rounded to 24 significant bits (half to even) as m * 2^*k, m <= 2^24. */
-static inline uint64_t pockmcu_round24_u64(uint64_t x, int32_t *k)
-{
-    const int32_t extra = pockmcu_bitlen_u64(x) - 24;
-    *k = extra > 0 ? extra : 0;
-    return pockmcu_rne_shr_u64(x, *k);
-}
-
 /* Round(x / 2^k) half to even for 32-bit x, 0 <= k <= 31. */
 static inline uint32_t pockmcu_rne_shr_u32(uint32_t x, int32_t k)
 {
