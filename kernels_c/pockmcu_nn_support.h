@@ -296,40 +296,70 @@ static inline uint64_t pockmcu_rne_shr_u64(uint64_t x, int32_t k)
     return q;
 }
 
-/* Magnitude x rounded to 24 significant bits (half to even) as m * 2^*k, m <= 2^24. */
-static inline uint64_t pockmcu_round24_u64(uint64_t x, int32_t *k)
+/* Round(x / 2^k) half to even for 32-bit x, 0 <= k <= 31. */
+static inline uint32_t pockmcu_rne_shr_u32(uint32_t x, int32_t k)
 {
-    const int32_t extra = pockmcu_bitlen_u64(x) - 24;
-    *k = extra > 0 ? extra : 0;
-    return pockmcu_rne_shr_u64(x, *k);
+    uint32_t q, rem, half;
+    if (k == 0)
+    {
+        return x;
+    }
+    q = x >> k;
+    rem = x & ((1u << k) - 1u);
+    half = 1u << (k - 1);
+    return q + ((rem > half || (rem == half && (q & 1u) != 0u)) ? 1u : 0u);
 }
 
 static inline int32_t pockmcu_requantize_ort(int32_t acc, int32_t mant, int32_t exp)
 {
-    const int neg = acc < 0;
-    const uint64_t mag = neg ? (uint64_t)0 - (uint64_t)(int64_t)acc : (uint64_t)acc;
-    int32_t ka, kp, e;
-    const uint64_t a = pockmcu_round24_u64(mag, &ka);               /* float32(acc) */
-    const uint64_t p = pockmcu_round24_u64(a * (uint64_t)mant, &kp); /* float32(acc * scale) */
-    uint64_t r;
-    e = ka + kp + exp;
+    uint32_t mag = acc < 0 ? 0u - (uint32_t)acc : (uint32_t)acc;
+    int32_t ka = 0, kp = 0, bl, e;
+    uint64_t p;
+    uint32_t hi, lo, pp, r;
+    if (mag >= 0x1000000u) /* float32(acc) rounds: keep 24 significant bits */
+    {
+        ka = 8 - pockmcu_clz_u32(mag);
+        mag = pockmcu_rne_shr_u32(mag, ka); /* <= 2^24 */
+    }
+    p = (uint64_t)mag * (uint32_t)mant; /* < 2^49, exact */
+    hi = (uint32_t)(p >> 32);
+    lo = (uint32_t)p;
+    bl = hi != 0u ? 64 - pockmcu_clz_u32(hi) : 32 - pockmcu_clz_u32(lo);
     if (p == 0u)
     {
         return 0;
     }
-    if (e >= 0 || pockmcu_bitlen_u64(p) + e > 16)
+    pp = (uint32_t)p;
+    if (bl > 24) /* float32(a * scale): round to 24 significant bits (kp <= 25) */
     {
-        r = POCKMCU_ORT_SAT;
+        uint32_t rem, half;
+        kp = bl - 24;
+        pp = (uint32_t)(p >> kp);
+        rem = lo & ((1u << kp) - 1u);
+        half = 1u << (kp - 1);
+        if (rem > half || (rem == half && (pp & 1u) != 0u))
+        {
+            pp++; /* may reach 2^24 */
+        }
+    }
+    e = ka + kp + exp; /* value = pp * 2^e, pp <= 2^24 */
+    if (e >= -8)
+    {
+        r = POCKMCU_ORT_SAT; /* >= 2^23 * 2^-8 > POCKMCU_ORT_SAT */
+    }
+    else if (e < -26)
+    {
+        r = 0u; /* pp * 2^e <= 2^-2 */
     }
     else
     {
-        r = pockmcu_rne_shr_u64(p, -e > 63 ? 63 : -e);              /* cvtps2dq, half to even */
+        r = pockmcu_rne_shr_u32(pp, -e); /* cvtps2dq: half to even */
         if (r > POCKMCU_ORT_SAT)
         {
             r = POCKMCU_ORT_SAT;
         }
     }
-    return neg ? -(int32_t)r : (int32_t)r;
+    return acc < 0 ? -(int32_t)r : (int32_t)r;
 }
 
 /* ---- float32 arithmetic on IEEE bit patterns, in integers (onnxruntime numerics) ----

@@ -6,8 +6,8 @@
  *   vsum = t_0 + t_1 + ...                       (float32, in row order)
  *   q = nearbyint(float32(float32(t * y_scale) / vsum)) + zp_onnx
  * with y_scale = floor(1 / output scale) and zp_onnx the output zero point in
- * the model's own domain. uint8 models: out = min(q, 255) - 128; int8 models:
- * q > 255 ? -1 : (int8_t)q, the wrap onnxruntime's cast performs.
+ * the model's own domain, saturated: uint8 models out = min(q, 255) - 128, int8
+ * models min(q, 127) (as onnxruntime 1.31 does).
  * qlinear == 0 stands in for the float Softmax onnxruntime runs when it does not
  * fuse DequantizeLinear/Softmax/QuantizeLinear: p = t * float32(1 / vsum),
  * q = nearbyint(float32(p / y_scale)) + zp_onnx, saturated (y_scale_bits is then
@@ -64,8 +64,7 @@ void pockmcu_softmax_ort_s8(const int8_t *input,
             }
             else
             {
-                const int32_t b = q > 255 ? 255 : (q & 0xFF);
-                out[i] = (int8_t)(b >= 128 ? b - 256 : b);
+                out[i] = (int8_t)pockmcu_min_i32(q, 127);
             }
         }
     }

@@ -64,7 +64,8 @@ def onnx_both_numerics(model: str | Path, n: int = 20, seed: int = 0) -> dict:
     return {m: onnx_vs_onnxruntime(model, n, seed, m) for m in ("onnxruntime", "tflm")}
 
 
-def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", workdir: Path | None = None) -> dict:
+def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", workdir: Path | None = None,
+                numerics: str | None = None) -> dict:
     from .build import build_target, elf_size
     from .codegen import write_project
     from .compiler import compile_model, parse_size
@@ -78,7 +79,7 @@ def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", wo
 
         t0 = time.perf_counter()
         budget = min(parse_size(ram), get_target(target).ram_bytes)   # never more than the part has
-        compiled = compile_model(model, ram=budget, target=target)
+        compiled = compile_model(model, ram=budget, target=target, numerics=numerics)
         write_project(compiled, out)
         gen_seconds = time.perf_counter() - t0
         plan = read_plan(out)

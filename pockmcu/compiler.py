@@ -108,6 +108,9 @@ def load_and_check(path, numerics: str | None = None) -> Graph:
     numerics = numerics or default_numerics(path)
     if numerics not in NUMERICS:
         raise PockError(f"--numerics {numerics!r}: choose one of {', '.join(NUMERICS)}")
+    if numerics == "onnxruntime" and not str(path).lower().endswith(".onnx"):
+        raise PockError(f"{Path(path).name}: --numerics onnxruntime reproduces onnxruntime on an ONNX graph; "
+                        "give the .onnx model, or use --numerics tflm (the default for .tflite)")
     g = load_model(path, numerics)
     g.numerics = numerics
     check_supported(g)

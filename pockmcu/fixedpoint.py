@@ -778,19 +778,35 @@ def ort_avgpool(taps, dq: np.ndarray, s_out: float, zp_out_onnx: int, zp_offset:
     return np.clip(q, act_min, act_max).astype(np.int8)
 
 
+def _logf(x: float) -> float:
+    """The C library's float32 logf (what onnxruntime's std::log(float) calls), numpy's float32 log without one."""
+    import ctypes  # noqa: PLC0415
+    import ctypes.util  # noqa: PLC0415
+
+    name = ctypes.util.find_library("m")
+    if name:
+        try:
+            logf = ctypes.CDLL(name).logf
+            logf.restype, logf.argtypes = ctypes.c_float, [ctypes.c_float]
+            return float(logf(x))
+        except (OSError, AttributeError):
+            pass
+    return float(np.log(np.float32(x)))
+
+
 def ort_softmax_table(x_scale: float, row: int, qlinear: bool = True) -> np.ndarray:
     """Exponentials of the 256 possible differences x - max(row), entry 255 - (max - x), as float32.
 
     qlinear: QLinearSoftmax's own table (contrib_ops/cpu/quantization/qlinear_softmax.cc,
-    QlinearBuildLookupTableUint32 with float entries): bit_shift = log(FLT_MAX / row) (the quotient in
-    float32, the log in double), minus 5 reserve bits, over x_scale; entry i = float32(exp((i - 255 +
+    QlinearBuildLookupTableUint32 with float entries): bit_shift = log(FLT_MAX / row) (quotient and log in
+    float32: C++ picks std::log(float); measured), minus 5 reserve bits, over x_scale; entry i = float32(exp((i - 255 +
     bit_shift) * x_scale)) in double. Otherwise float32(exp((i - 255) * x_scale)), standing in for the float
     Softmax onnxruntime runs between DequantizeLinear and QuantizeLinear when it does not fuse them."""
     xs = float(np.float32(x_scale))
     bit_shift = 0.0
     if qlinear:
         fmax = np.float32(np.finfo(np.float32).max)
-        bit_shift = math.log(float(np.float32(fmax / np.float32(row))))
+        bit_shift = _logf(float(np.float32(fmax / np.float32(row))))
         bit_shift = max(0.0, bit_shift - 5.0) / xs
     return np.array([math.exp((i - 255 + bit_shift) * xs) for i in range(256)], dtype=np.float64).astype(np.float32)
 
@@ -799,8 +815,8 @@ def ort_softmax(x, table: np.ndarray, y_scale: float, zp_onnx: int, uint8: bool,
     """Softmax over the last axis in numpy float32, t = table[255 - max + x], vsum = t summed in row order.
 
     qlinear (QLinearSoftmax): q = nearbyint(float32(float32(t * floor(1 / y_scale)) / vsum)) + zp (the
-    model's domain); uint8: min(q, 255) - 128; int8: q > 255 ? -1 : (int8)q, wrapping as onnxruntime's
-    cast does. Otherwise (float Softmax, then QuantizeLinear): p = t * float32(1 / vsum),
+    model's domain), saturated (uint8: min(q, 255) - 128; int8: min(q, 127), measured on onnxruntime 1.31: a
+    probability of 1 with scale 1/256 and zero point -128 gives 127). Otherwise (float Softmax, then QuantizeLinear): p = t * float32(1 / vsum),
     q = nearbyint(float32(p / y_scale)) + zp, saturated."""
     f32 = np.float32
     x = _i64(x)
@@ -818,5 +834,4 @@ def ort_softmax(x, table: np.ndarray, y_scale: float, zp_onnx: int, uint8: bool,
     q = np.rint(v).astype(np.int64) + int(zp_onnx)
     if uint8:
         return (np.minimum(q, 255) - 128).astype(np.int8)
-    q = np.where(q > 255, 255, q) & 0xFF
-    return np.where(q >= 128, q - 256, q).astype(np.int8)
+    return np.clip(q, -128, 127).astype(np.int8)

@@ -239,3 +239,53 @@ if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--sanitized
     check_requantize(s)
     check_float_ops(s)
     print("ALL OK")
+
+
+def _softmax_model(xs: float, xzp: int, ys: float, yzp: int, n: int) -> bytes:
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    nodes = [h.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xf"]),
+             h.make_node("Softmax", ["xf"], ["p"], axis=-1),
+             h.make_node("QuantizeLinear", ["p", "ys", "yz"], ["y"])]
+    inits = [h.make_tensor("xs", T.FLOAT, [], [xs]), h.make_tensor("xz", T.INT8, [], [xzp]),
+             h.make_tensor("ys", T.FLOAT, [], [ys]), h.make_tensor("yz", T.INT8, [], [yzp])]
+    g = h.make_graph(nodes, "softmax", [h.make_tensor_value_info("x", T.INT8, [None, n])],
+                     [h.make_tensor_value_info("y", T.INT8, [None, n])], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m.SerializeToString()
+
+
+def test_softmax_emulation_against_onnxruntime():
+    """DequantizeLinear -> Softmax -> QuantizeLinear on random int8 rows of 2..40 values, many input scales,
+    output scales 1/256 and 1/255. onnxruntime fuses it into QLinearSoftmax at its default optimization level
+    (emulated exactly) and runs MLAS's float Softmax at ORT_ENABLE_BASIC (emulated from an exp table; float32
+    exp and summation order differ, so a few outputs may differ by 1)."""
+    import onnxruntime as ort
+
+    level = ort.GraphOptimizationLevel
+    rng = np.random.default_rng(0)
+    bad = {True: 0, False: 0}
+    total = 0
+    for trial in range(30):
+        n = int(rng.integers(2, 40))
+        xs = float(F32(np.exp(rng.uniform(np.log(0.01), np.log(0.5)))))
+        xzp = int(rng.integers(-20, 20))
+        ys = 1 / 256 if trial % 2 else 1 / 255
+        x = rng.integers(-128, 128, (400, n)).astype(np.int8)
+        model = _softmax_model(xs, xzp, ys, -128, n)
+        total += x.size
+        for qlinear, lvl in ((True, level.ORT_ENABLE_ALL), (False, level.ORT_ENABLE_BASIC)):
+            so = ort.SessionOptions()
+            so.log_severity_level = 3
+            so.graph_optimization_level = lvl
+            want = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+            got = fp.ort_softmax(x, fp.ort_softmax_table(xs, n, qlinear), ys, -128, False, qlinear)
+            d = np.abs(got.astype(np.int64) - want.astype(np.int64))
+            assert d.max() <= 1
+            bad[qlinear] += int((d > 0).sum())
+    assert bad[True] == 0, f"QLinearSoftmax: {bad[True]} of {total} differ"
+    assert bad[False] <= total * 1e-4, f"float Softmax: {bad[False]} of {total} differ"
