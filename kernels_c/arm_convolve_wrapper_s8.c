@@ -10,8 +10,7 @@
  * filter_dims->c, like TFLM and CMSIS-NN. bias_data may be NULL.
  * Needs no scratch buffer.
  */
-#include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_layer_loops.h"
 
 arm_cmsis_nn_status arm_convolve_wrapper_s8(const cmsis_nn_context *ctx,
                                             const cmsis_nn_conv_params *conv_params,
@@ -25,90 +24,6 @@ arm_cmsis_nn_status arm_convolve_wrapper_s8(const cmsis_nn_context *ctx,
                                             const cmsis_nn_dims *output_dims,
                                             int8_t *output_data)
 {
-    const int32_t batches = input_dims->n;
-    const int32_t in_h = input_dims->h;
-    const int32_t in_w = input_dims->w;
-    const int32_t in_c = input_dims->c;
-    const int32_t out_c = output_dims->c;
-    const int32_t k_h = filter_dims->h;
-    const int32_t k_w = filter_dims->w;
-    const int32_t k_c = filter_dims->c;
-    const int32_t out_h = output_dims->h;
-    const int32_t out_w = output_dims->w;
-    const int32_t stride_h = conv_params->stride.h;
-    const int32_t stride_w = conv_params->stride.w;
-    const int32_t dil_h = conv_params->dilation.h;
-    const int32_t dil_w = conv_params->dilation.w;
-    const int32_t pad_h = conv_params->padding.h;
-    const int32_t pad_w = conv_params->padding.w;
-    const int32_t input_offset = conv_params->input_offset;
-    const int32_t output_offset = conv_params->output_offset;
-    const int32_t act_min = conv_params->activation.min;
-    const int32_t act_max = conv_params->activation.max;
-    int32_t groups;
-    int32_t out_per_group;
-    int32_t b, oy, ox, oc;
-
-    (void)ctx;
-    (void)bias_dims;
-
-    if (k_c <= 0 || in_c % k_c != 0 || stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1)
-    {
-        return ARM_CMSIS_NN_ARG_ERROR;
-    }
-    groups = in_c / k_c;
-    if (out_c % groups != 0)
-    {
-        return ARM_CMSIS_NN_ARG_ERROR;
-    }
-    out_per_group = out_c / groups;
-
-    for (b = 0; b < batches; b++)
-    {
-        const int8_t *in_batch = input_data + (int32_t)b * in_h * in_w * in_c;
-        for (oy = 0; oy < out_h; oy++)
-        {
-            const int32_t in_y0 = oy * stride_h - pad_h;
-            const int32_t ky_start = pockmcu_window_start(in_y0, dil_h);
-            const int32_t ky_end = pockmcu_window_end(in_y0, dil_h, in_h, k_h);
-            for (ox = 0; ox < out_w; ox++)
-            {
-                const int32_t in_x0 = ox * stride_w - pad_w;
-                const int32_t kx_start = pockmcu_window_start(in_x0, dil_w);
-                const int32_t kx_end = pockmcu_window_end(in_x0, dil_w, in_w, k_w);
-                int8_t *out = output_data + (((int32_t)b * out_h + oy) * out_w + ox) * out_c;
-
-                for (oc = 0; oc < out_c; oc++)
-                {
-                    const int32_t group_in = (oc / out_per_group) * k_c;
-                    const int8_t *filter_oc = filter_data + (int32_t)oc * k_h * k_w * k_c;
-                    int32_t acc = 0;
-                    int32_t ky, kx, ci;
-
-                    for (ky = ky_start; ky < ky_end; ky++)
-                    {
-                        const int32_t in_y = in_y0 + ky * dil_h;
-                        for (kx = kx_start; kx < kx_end; kx++)
-                        {
-                            const int32_t in_x = in_x0 + kx * dil_w;
-                            const int8_t *in_px = in_batch + (in_y * in_w + in_x) * in_c + group_in;
-                            const int8_t *w_px = filter_oc + (ky * k_w + kx) * k_c;
-                            for (ci = 0; ci < k_c; ci++)
-                            {
-                                acc += (int32_t)w_px[ci] * ((int32_t)in_px[ci] + input_offset);
-                            }
-                        }
-                    }
-                    if (bias_data != NULL)
-                    {
-                        acc += bias_data[oc];
-                    }
-                    acc = pockmcu_requantize(acc, quant_params->multiplier[oc], quant_params->shift[oc]);
-                    acc += output_offset;
-                    out[oc] = (int8_t)pockmcu_clamp_i32(acc, act_min, act_max);
-                }
-            }
-        }
-    }
-    return ARM_CMSIS_NN_SUCCESS;
+    return pockmcu_conv_s8_loops(ctx, conv_params, quant_params, input_dims, input_data, filter_dims,
+        filter_data, bias_dims, bias_data, output_dims, output_data, 0);
 }

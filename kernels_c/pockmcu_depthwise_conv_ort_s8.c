@@ -8,8 +8,7 @@
  * reproduces MLAS's RoundHalfEven(float32(float32(acc) * scale)) exactly with
  * integer arithmetic. Needs no scratch buffer.
  */
-#include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_layer_loops.h"
 
 arm_cmsis_nn_status pockmcu_depthwise_conv_ort_s8(const cmsis_nn_context *ctx,
                                                   const cmsis_nn_dw_conv_params *dw_conv_params,
@@ -23,78 +22,6 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_ort_s8(const cmsis_nn_context *ctx,
                                                   const cmsis_nn_dims *output_dims,
                                                   int8_t *output_data)
 {
-    const int32_t batches = input_dims->n;
-    const int32_t in_h = input_dims->h;
-    const int32_t in_w = input_dims->w;
-    const int32_t in_c = input_dims->c;
-    const int32_t out_h = output_dims->h;
-    const int32_t out_w = output_dims->w;
-    const int32_t out_c = output_dims->c;
-    const int32_t k_h = filter_dims->h;
-    const int32_t k_w = filter_dims->w;
-    const int32_t ch_mult = dw_conv_params->ch_mult;
-    const int32_t stride_h = dw_conv_params->stride.h;
-    const int32_t stride_w = dw_conv_params->stride.w;
-    const int32_t dil_h = dw_conv_params->dilation.h;
-    const int32_t dil_w = dw_conv_params->dilation.w;
-    const int32_t pad_h = dw_conv_params->padding.h;
-    const int32_t pad_w = dw_conv_params->padding.w;
-    const int32_t input_offset = dw_conv_params->input_offset;
-    const int32_t output_offset = dw_conv_params->output_offset;
-    const int32_t act_min = dw_conv_params->activation.min;
-    const int32_t act_max = dw_conv_params->activation.max;
-    int32_t b, oy, ox, oc;
-
-    (void)ctx;
-    (void)bias_dims;
-
-    if (ch_mult < 1 || out_c != in_c * ch_mult || stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1)
-    {
-        return ARM_CMSIS_NN_ARG_ERROR;
-    }
-
-    for (b = 0; b < batches; b++)
-    {
-        const int8_t *in_batch = input_data + (int32_t)b * in_h * in_w * in_c;
-        for (oy = 0; oy < out_h; oy++)
-        {
-            const int32_t in_y0 = oy * stride_h - pad_h;
-            const int32_t ky_start = pockmcu_window_start(in_y0, dil_h);
-            const int32_t ky_end = pockmcu_window_end(in_y0, dil_h, in_h, k_h);
-            for (ox = 0; ox < out_w; ox++)
-            {
-                const int32_t in_x0 = ox * stride_w - pad_w;
-                const int32_t kx_start = pockmcu_window_start(in_x0, dil_w);
-                const int32_t kx_end = pockmcu_window_end(in_x0, dil_w, in_w, k_w);
-                int8_t *out = output_data + (((int32_t)b * out_h + oy) * out_w + ox) * out_c;
-
-                for (oc = 0; oc < out_c; oc++)
-                {
-                    const int32_t ic = oc / ch_mult;
-                    int32_t acc = 0;
-                    int32_t ky, kx;
-
-                    for (ky = ky_start; ky < ky_end; ky++)
-                    {
-                        const int32_t in_y = in_y0 + ky * dil_h;
-                        const int8_t *in_row = in_batch + in_y * in_w * in_c + ic;
-                        const int8_t *w_row = filter_data + ky * k_w * out_c + oc;
-                        for (kx = kx_start; kx < kx_end; kx++)
-                        {
-                            const int32_t in_x = in_x0 + kx * dil_w;
-                            acc += (int32_t)w_row[kx * out_c] * ((int32_t)in_row[in_x * in_c] + input_offset);
-                        }
-                    }
-                    if (bias_data != NULL)
-                    {
-                        acc += bias_data[oc];
-                    }
-                    acc = pockmcu_requantize_ort(acc, quant_params->multiplier[oc], quant_params->shift[oc]);
-                    acc += output_offset;
-                    out[oc] = (int8_t)pockmcu_clamp_i32(acc, act_min, act_max);
-                }
-            }
-        }
-    }
-    return ARM_CMSIS_NN_SUCCESS;
+    return pockmcu_depthwise_conv_s8_loops(ctx, dw_conv_params, quant_params, input_dims, input_data,
+        filter_dims, filter_data, bias_dims, bias_data, output_dims, output_data, 1);
 }

@@ -152,7 +152,20 @@ def test_tflm_numerics_host_simulation_equals_reference(model, generated):
     assert got.tobytes() == want.tobytes(), f"{int(np.sum(got != want))} of {got.size} values differ"
 
 
-@pytest.mark.parametrize("model", ALL, ids=model_id)
+#: onnxruntime runs part of this graph in float32 (Conv / Add it does not fuse): its float sums decide
+#: values within ~1e-5 LSB of a rounding tie and the flips grow through the residual blocks; its own two
+#: optimization levels disagree by several LSB (test_onnxruntime_float_path_disagrees_with_itself)
+ORT_FLOAT_PATH = {"mlperf_ic_resnet8_qdq"}
+
+
+def _end_to_end_param(model: Path):
+    if model.stem in ORT_FLOAT_PATH:
+        return pytest.param(model, marks=pytest.mark.xfail(
+            strict=True, reason="onnxruntime computes 6 of 9 convolutions in float32 (see ORT_FLOAT_PATH)"))
+    return model
+
+
+@pytest.mark.parametrize("model", [_end_to_end_param(m) for m in ALL], ids=model_id)
 def test_against_onnxruntime(model, generated):
     gen = generated(model)
     g = gen.compiled.graph
@@ -170,6 +183,39 @@ def test_against_onnxruntime(model, generated):
     print(f"{model.name}: {end}; worst layer {worst[1]} LSB")
     assert worst[1] <= 1, f"a layer differs from onnxruntime by more than 1 LSB ({end}): {table}"
     assert d.max() <= 1, f"{end}; layers: {table}"
+
+
+@pytest.mark.parametrize("name", sorted(ORT_FLOAT_PATH))
+def test_onnxruntime_float_path_disagrees_with_itself(name, tmp_path):
+    """Why ORT_FLOAT_PATH models cannot match onnxruntime to 1 LSB: onnxruntime's optimized graph keeps
+    float Conv nodes, and onnxruntime at its default level and with every optimization off (the
+    plain DequantizeLinear -> float op -> QuantizeLinear semantics) differ by more than 1 LSB on the
+    inputs the end-to-end test uses. Our largest difference is reported beside it."""
+    import onnxruntime as ort
+
+    model = SHARED / f"{name}.onnx"
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    kinds = [n.op_type for n in onnx.load(tmp_path / "optimized.onnx").graph.node]
+    assert "Conv" in kinds and "QLinearConv" in kinds, kinds
+
+    def run(level):
+        o = ort.SessionOptions()
+        o.log_severity_level, o.graph_optimization_level = 3, level
+        sess = ort.InferenceSession(str(model), o, providers=["CPUExecutionProvider"])
+        return np.concatenate([sess.run(None, {sess.get_inputs()[0].name: x[None]})[0] for x in xs[0]])
+
+    from pockmcu.compiler import load_and_check
+
+    g = load_and_check(model)
+    t = g.t(g.inputs[0])
+    xs = [random_inputs(t.shape, t.dtype, N_INPUTS, 3)]   # the end-to-end test's inputs (seed 3)
+    default, plain = run(ort.GraphOptimizationLevel.ORT_ENABLE_ALL), run(ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    own = lsb_diff(default, plain, output_scale(g), default.dtype == np.float32)
+    assert own.max() > 1, f"onnxruntime's levels now agree to {own.max()} LSB: drop {name} from ORT_FLOAT_PATH"
+    print(f"{name}: onnxruntime default vs unoptimized: max {int(own.max())} LSB, {float((own > 0).mean()):.2%} differ")
 
 
 @pytest.mark.parametrize("model", SHARED_ONNX, ids=model_id)

@@ -1,0 +1,315 @@
+/*
+ * pockmcu_layer_loops.h - the loops of the int8 conv / depthwise / fully connected kernels, shared by
+ * the TFLite Micro rounding kernels (arm_*, CMSIS-NN API) and their onnxruntime rounding variants
+ * (pockmcu_*_ort_s8). Each kernel file is a one-line call with ort_rounding constant, which the
+ * compiler folds: 0 requantizes with TFLM's double-rounding MultiplyByQuantizedMultiplier
+ * (pockmcu_requantize), 1 with onnxruntime's float32 requantization emulated in integers
+ * (pockmcu_requantize_ort; multiplier/shift then hold a float32 scale's mantissa and exponent).
+ */
+#ifndef POCKMCU_LAYER_LOOPS_H
+#define POCKMCU_LAYER_LOOPS_H
+
+#include "pockmcu_nn.h"
+#include "pockmcu_nn_support.h"
+
+/* One accumulator requantized the TFLM way or the onnxruntime way (ort_rounding is a constant). */
+static inline int32_t pockmcu_requantize_as(int32_t acc, int32_t mult, int32_t shift, int32_t ort_rounding)
+{
+    return ort_rounding ? pockmcu_requantize_ort(acc, mult, shift) : pockmcu_requantize(acc, mult, shift);
+}
+
+static inline arm_cmsis_nn_status pockmcu_conv_s8_loops(const cmsis_nn_context *ctx,
+                                                        const cmsis_nn_conv_params *conv_params,
+                                                        const cmsis_nn_per_channel_quant_params *quant_params,
+                                                        const cmsis_nn_dims *input_dims,
+                                                        const int8_t *input_data,
+                                                        const cmsis_nn_dims *filter_dims,
+                                                        const int8_t *filter_data,
+                                                        const cmsis_nn_dims *bias_dims,
+                                                        const int32_t *bias_data,
+                                                        const cmsis_nn_dims *output_dims,
+                                                        int8_t *output_data,
+                                                        const int32_t ort_rounding)
+{
+    const int32_t batches = input_dims->n;
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t in_c = input_dims->c;
+    const int32_t out_c = output_dims->c;
+    const int32_t k_h = filter_dims->h;
+    const int32_t k_w = filter_dims->w;
+    const int32_t k_c = filter_dims->c;
+    const int32_t out_h = output_dims->h;
+    const int32_t out_w = output_dims->w;
+    const int32_t stride_h = conv_params->stride.h;
+    const int32_t stride_w = conv_params->stride.w;
+    const int32_t dil_h = conv_params->dilation.h;
+    const int32_t dil_w = conv_params->dilation.w;
+    const int32_t pad_h = conv_params->padding.h;
+    const int32_t pad_w = conv_params->padding.w;
+    const int32_t input_offset = conv_params->input_offset;
+    const int32_t output_offset = conv_params->output_offset;
+    const int32_t act_min = conv_params->activation.min;
+    const int32_t act_max = conv_params->activation.max;
+    int32_t groups;
+    int32_t out_per_group;
+    int32_t b, oy, ox, oc;
+
+    (void)ctx;
+    (void)bias_dims;
+
+    if (k_c <= 0 || in_c % k_c != 0 || stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1)
+    {
+        return ARM_CMSIS_NN_ARG_ERROR;
+    }
+    groups = in_c / k_c;
+    if (out_c % groups != 0)
+    {
+        return ARM_CMSIS_NN_ARG_ERROR;
+    }
+    out_per_group = out_c / groups;
+
+    for (b = 0; b < batches; b++)
+    {
+        const int8_t *in_batch = input_data + (int32_t)b * in_h * in_w * in_c;
+        for (oy = 0; oy < out_h; oy++)
+        {
+            const int32_t in_y0 = oy * stride_h - pad_h;
+            const int32_t ky_start = pockmcu_window_start(in_y0, dil_h);
+            const int32_t ky_end = pockmcu_window_end(in_y0, dil_h, in_h, k_h);
+            for (ox = 0; ox < out_w; ox++)
+            {
+                const int32_t in_x0 = ox * stride_w - pad_w;
+                const int32_t kx_start = pockmcu_window_start(in_x0, dil_w);
+                const int32_t kx_end = pockmcu_window_end(in_x0, dil_w, in_w, k_w);
+                int8_t *out = output_data + (((int32_t)b * out_h + oy) * out_w + ox) * out_c;
+
+                for (oc = 0; oc < out_c; oc++)
+                {
+                    const int32_t group_in = (oc / out_per_group) * k_c;
+                    const int8_t *filter_oc = filter_data + (int32_t)oc * k_h * k_w * k_c;
+                    int32_t acc = 0;
+                    int32_t ky, kx, ci;
+
+                    for (ky = ky_start; ky < ky_end; ky++)
+                    {
+                        const int32_t in_y = in_y0 + ky * dil_h;
+                        for (kx = kx_start; kx < kx_end; kx++)
+                        {
+                            const int32_t in_x = in_x0 + kx * dil_w;
+                            const int8_t *in_px = in_batch + (in_y * in_w + in_x) * in_c + group_in;
+                            const int8_t *w_px = filter_oc + (ky * k_w + kx) * k_c;
+                            for (ci = 0; ci < k_c; ci++)
+                            {
+                                acc += (int32_t)w_px[ci] * ((int32_t)in_px[ci] + input_offset);
+                            }
+                        }
+                    }
+                    if (bias_data != NULL)
+                    {
+                        acc += bias_data[oc];
+                    }
+                    acc = pockmcu_requantize_as(acc, quant_params->multiplier[oc], quant_params->shift[oc],
+                                                ort_rounding);
+                    acc += output_offset;
+                    out[oc] = (int8_t)pockmcu_clamp_i32(acc, act_min, act_max);
+                }
+            }
+        }
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+
+static inline arm_cmsis_nn_status pockmcu_depthwise_conv_s8_loops(const cmsis_nn_context *ctx,
+                                                                  const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                                  const cmsis_nn_per_channel_quant_params *quant_params,
+                                                                  const cmsis_nn_dims *input_dims,
+                                                                  const int8_t *input_data,
+                                                                  const cmsis_nn_dims *filter_dims,
+                                                                  const int8_t *filter_data,
+                                                                  const cmsis_nn_dims *bias_dims,
+                                                                  const int32_t *bias_data,
+                                                                  const cmsis_nn_dims *output_dims,
+                                                                  int8_t *output_data,
+                                                                  const int32_t ort_rounding)
+{
+    const int32_t batches = input_dims->n;
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t in_c = input_dims->c;
+    const int32_t out_h = output_dims->h;
+    const int32_t out_w = output_dims->w;
+    const int32_t out_c = output_dims->c;
+    const int32_t k_h = filter_dims->h;
+    const int32_t k_w = filter_dims->w;
+    const int32_t ch_mult = dw_conv_params->ch_mult;
+    const int32_t stride_h = dw_conv_params->stride.h;
+    const int32_t stride_w = dw_conv_params->stride.w;
+    const int32_t dil_h = dw_conv_params->dilation.h;
+    const int32_t dil_w = dw_conv_params->dilation.w;
+    const int32_t pad_h = dw_conv_params->padding.h;
+    const int32_t pad_w = dw_conv_params->padding.w;
+    const int32_t input_offset = dw_conv_params->input_offset;
+    const int32_t output_offset = dw_conv_params->output_offset;
+    const int32_t act_min = dw_conv_params->activation.min;
+    const int32_t act_max = dw_conv_params->activation.max;
+    int32_t b, oy, ox, oc;
+
+    (void)ctx;
+    (void)bias_dims;
+
+    if (ch_mult < 1 || out_c != in_c * ch_mult || stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1)
+    {
+        return ARM_CMSIS_NN_ARG_ERROR;
+    }
+
+    for (b = 0; b < batches; b++)
+    {
+        const int8_t *in_batch = input_data + (int32_t)b * in_h * in_w * in_c;
+        for (oy = 0; oy < out_h; oy++)
+        {
+            const int32_t in_y0 = oy * stride_h - pad_h;
+            const int32_t ky_start = pockmcu_window_start(in_y0, dil_h);
+            const int32_t ky_end = pockmcu_window_end(in_y0, dil_h, in_h, k_h);
+            for (ox = 0; ox < out_w; ox++)
+            {
+                const int32_t in_x0 = ox * stride_w - pad_w;
+                const int32_t kx_start = pockmcu_window_start(in_x0, dil_w);
+                const int32_t kx_end = pockmcu_window_end(in_x0, dil_w, in_w, k_w);
+                int8_t *out = output_data + (((int32_t)b * out_h + oy) * out_w + ox) * out_c;
+
+                for (oc = 0; oc < out_c; oc++)
+                {
+                    const int32_t ic = oc / ch_mult;
+                    int32_t acc = 0;
+                    int32_t ky, kx;
+
+                    for (ky = ky_start; ky < ky_end; ky++)
+                    {
+                        const int32_t in_y = in_y0 + ky * dil_h;
+                        const int8_t *in_row = in_batch + in_y * in_w * in_c + ic;
+                        const int8_t *w_row = filter_data + ky * k_w * out_c + oc;
+                        for (kx = kx_start; kx < kx_end; kx++)
+                        {
+                            const int32_t in_x = in_x0 + kx * dil_w;
+                            acc += (int32_t)w_row[kx * out_c] * ((int32_t)in_row[in_x * in_c] + input_offset);
+                        }
+                    }
+                    if (bias_data != NULL)
+                    {
+                        acc += bias_data[oc];
+                    }
+                    acc = pockmcu_requantize_as(acc, quant_params->multiplier[oc], quant_params->shift[oc],
+                                                ort_rounding);
+                    acc += output_offset;
+                    out[oc] = (int8_t)pockmcu_clamp_i32(acc, act_min, act_max);
+                }
+            }
+        }
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+
+static inline arm_cmsis_nn_status pockmcu_fully_connected_s8_loops(const cmsis_nn_context *ctx,
+                                                                   const cmsis_nn_fc_params *fc_params,
+                                                                   const cmsis_nn_per_tensor_quant_params *quant_params,
+                                                                   const cmsis_nn_dims *input_dims,
+                                                                   const int8_t *input_data,
+                                                                   const cmsis_nn_dims *filter_dims,
+                                                                   const int8_t *filter_data,
+                                                                   const cmsis_nn_dims *bias_dims,
+                                                                   const int32_t *bias_data,
+                                                                   const cmsis_nn_dims *output_dims,
+                                                                   int8_t *output_data,
+                                                                   const int32_t ort_rounding)
+{
+    const int32_t batches = input_dims->n;
+    const int32_t accum_depth = filter_dims->n;
+    const int32_t out_depth = output_dims->c;
+    const int32_t input_offset = fc_params->input_offset;
+    const int32_t filter_offset = fc_params->filter_offset;
+    const int32_t output_offset = fc_params->output_offset;
+    const int32_t act_min = fc_params->activation.min;
+    const int32_t act_max = fc_params->activation.max;
+    const int32_t mult = quant_params->multiplier;
+    const int32_t shift = quant_params->shift;
+    int32_t b, o, d;
+
+    (void)ctx;
+    (void)bias_dims;
+
+    for (b = 0; b < batches; b++)
+    {
+        const int8_t *in = input_data + b * accum_depth;
+        int8_t *out = output_data + b * out_depth;
+        for (o = 0; o < out_depth; o++)
+        {
+            const int8_t *w = filter_data + o * accum_depth;
+            int32_t acc = 0;
+            for (d = 0; d < accum_depth; d++)
+            {
+                acc += ((int32_t)w[d] + filter_offset) * ((int32_t)in[d] + input_offset);
+            }
+            if (bias_data != NULL)
+            {
+                acc += bias_data[o];
+            }
+            acc = pockmcu_requantize_as(acc, mult, shift, ort_rounding) + output_offset;
+            out[o] = (int8_t)pockmcu_clamp_i32(acc, act_min, act_max);
+        }
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+
+static inline arm_cmsis_nn_status
+pockmcu_fully_connected_per_channel_s8_loops(const cmsis_nn_context *ctx,
+                                             const cmsis_nn_fc_params *fc_params,
+                                             const cmsis_nn_per_channel_quant_params *quant_params,
+                                             const cmsis_nn_dims *input_dims,
+                                             const int8_t *input_data,
+                                             const cmsis_nn_dims *filter_dims,
+                                             const int8_t *filter_data,
+                                             const cmsis_nn_dims *bias_dims,
+                                             const int32_t *bias_data,
+                                             const cmsis_nn_dims *output_dims,
+                                             int8_t *output_data,
+                                             const int32_t ort_rounding)
+{
+    const int32_t batches = input_dims->n;
+    const int32_t accum_depth = filter_dims->n;
+    const int32_t out_depth = output_dims->c;
+    const int32_t input_offset = fc_params->input_offset;
+    const int32_t filter_offset = fc_params->filter_offset;
+    const int32_t output_offset = fc_params->output_offset;
+    const int32_t act_min = fc_params->activation.min;
+    const int32_t act_max = fc_params->activation.max;
+    int32_t b, o, d;
+
+    (void)ctx;
+    (void)bias_dims;
+
+    for (b = 0; b < batches; b++)
+    {
+        const int8_t *in = input_data + b * accum_depth;
+        int8_t *out = output_data + b * out_depth;
+        for (o = 0; o < out_depth; o++)
+        {
+            const int8_t *w = filter_data + o * accum_depth;
+            int32_t acc = 0;
+            for (d = 0; d < accum_depth; d++)
+            {
+                acc += ((int32_t)w[d] + filter_offset) * ((int32_t)in[d] + input_offset);
+            }
+            if (bias_data != NULL)
+            {
+                acc += bias_data[o];
+            }
+            acc = pockmcu_requantize_as(acc, quant_params->multiplier[o], quant_params->shift[o], ort_rounding) +
+                  output_offset;
+            out[o] = (int8_t)pockmcu_clamp_i32(acc, act_min, act_max);
+        }
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+
+#endif /* POCKMCU_LAYER_LOOPS_H */
