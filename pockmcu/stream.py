@@ -21,8 +21,9 @@ is the recomputed halo (reported as extra MACs).
 ``choose_stream`` evaluates every valid stage (start, end) and tile grid by the
 peak of live bytes of the resulting schedule; ``--stream auto`` (default) keeps
 the lowest peak that costs at most 50% more MACs and 100 more kernel calls (the
-tiles are unrolled in the generated C) when it lowers the peak by 10% or more, ``--stream max`` the lowest peak whatever the MACs, ``--stream off``
-never streams.
+tiles are unrolled in the generated C) when it lowers the peak by 10% or more;
+``--stream max`` the lowest peak whatever it costs; ``--stream off`` never
+streams.
 """
 
 from __future__ import annotations
