@@ -12,24 +12,33 @@
 #include "pockmcu_nn.h"
 #include "pockmcu_nn_support.h"
 
+/* The loops must be inlined into each kernel for the constant rounding flag to fold away: left to
+ * its own judgment gcc keeps the large function out of line and the kernels run ~57% more
+ * instructions (KWS on Cortex-M4). */
+#if defined(__GNUC__) || defined(__clang__)
+#define POCKMCU_LOOPS_INLINE static inline __attribute__((always_inline))
+#else
+#define POCKMCU_LOOPS_INLINE static inline
+#endif
+
 /* One accumulator requantized the TFLM way or the onnxruntime way (ort_rounding is a constant). */
-static inline int32_t pockmcu_requantize_as(int32_t acc, int32_t mult, int32_t shift, int32_t ort_rounding)
+POCKMCU_LOOPS_INLINE int32_t pockmcu_requantize_as(int32_t acc, int32_t mult, int32_t shift, int32_t ort_rounding)
 {
     return ort_rounding ? pockmcu_requantize_ort(acc, mult, shift) : pockmcu_requantize(acc, mult, shift);
 }
 
-static inline arm_cmsis_nn_status pockmcu_conv_s8_loops(const cmsis_nn_context *ctx,
-                                                        const cmsis_nn_conv_params *conv_params,
-                                                        const cmsis_nn_per_channel_quant_params *quant_params,
-                                                        const cmsis_nn_dims *input_dims,
-                                                        const int8_t *input_data,
-                                                        const cmsis_nn_dims *filter_dims,
-                                                        const int8_t *filter_data,
-                                                        const cmsis_nn_dims *bias_dims,
-                                                        const int32_t *bias_data,
-                                                        const cmsis_nn_dims *output_dims,
-                                                        int8_t *output_data,
-                                                        const int32_t ort_rounding)
+POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_conv_s8_loops(const cmsis_nn_context *ctx,
+                                                               const cmsis_nn_conv_params *conv_params,
+                                                               const cmsis_nn_per_channel_quant_params *quant_params,
+                                                               const cmsis_nn_dims *input_dims,
+                                                               const int8_t *input_data,
+                                                               const cmsis_nn_dims *filter_dims,
+                                                               const int8_t *filter_data,
+                                                               const cmsis_nn_dims *bias_dims,
+                                                               const int32_t *bias_data,
+                                                               const cmsis_nn_dims *output_dims,
+                                                               int8_t *output_data,
+                                                               const int32_t ort_rounding)
 {
     const int32_t batches = input_dims->n;
     const int32_t in_h = input_dims->h;
@@ -120,18 +129,19 @@ static inline arm_cmsis_nn_status pockmcu_conv_s8_loops(const cmsis_nn_context *
     return ARM_CMSIS_NN_SUCCESS;
 }
 
-static inline arm_cmsis_nn_status pockmcu_depthwise_conv_s8_loops(const cmsis_nn_context *ctx,
-                                                                  const cmsis_nn_dw_conv_params *dw_conv_params,
-                                                                  const cmsis_nn_per_channel_quant_params *quant_params,
-                                                                  const cmsis_nn_dims *input_dims,
-                                                                  const int8_t *input_data,
-                                                                  const cmsis_nn_dims *filter_dims,
-                                                                  const int8_t *filter_data,
-                                                                  const cmsis_nn_dims *bias_dims,
-                                                                  const int32_t *bias_data,
-                                                                  const cmsis_nn_dims *output_dims,
-                                                                  int8_t *output_data,
-                                                                  const int32_t ort_rounding)
+POCKMCU_LOOPS_INLINE arm_cmsis_nn_status
+pockmcu_depthwise_conv_s8_loops(const cmsis_nn_context *ctx,
+                                const cmsis_nn_dw_conv_params *dw_conv_params,
+                                const cmsis_nn_per_channel_quant_params *quant_params,
+                                const cmsis_nn_dims *input_dims,
+                                const int8_t *input_data,
+                                const cmsis_nn_dims *filter_dims,
+                                const int8_t *filter_data,
+                                const cmsis_nn_dims *bias_dims,
+                                const int32_t *bias_data,
+                                const cmsis_nn_dims *output_dims,
+                                int8_t *output_data,
+                                const int32_t ort_rounding)
 {
     const int32_t batches = input_dims->n;
     const int32_t in_h = input_dims->h;
@@ -210,18 +220,19 @@ static inline arm_cmsis_nn_status pockmcu_depthwise_conv_s8_loops(const cmsis_nn
     return ARM_CMSIS_NN_SUCCESS;
 }
 
-static inline arm_cmsis_nn_status pockmcu_fully_connected_s8_loops(const cmsis_nn_context *ctx,
-                                                                   const cmsis_nn_fc_params *fc_params,
-                                                                   const cmsis_nn_per_tensor_quant_params *quant_params,
-                                                                   const cmsis_nn_dims *input_dims,
-                                                                   const int8_t *input_data,
-                                                                   const cmsis_nn_dims *filter_dims,
-                                                                   const int8_t *filter_data,
-                                                                   const cmsis_nn_dims *bias_dims,
-                                                                   const int32_t *bias_data,
-                                                                   const cmsis_nn_dims *output_dims,
-                                                                   int8_t *output_data,
-                                                                   const int32_t ort_rounding)
+POCKMCU_LOOPS_INLINE arm_cmsis_nn_status
+pockmcu_fully_connected_s8_loops(const cmsis_nn_context *ctx,
+                                 const cmsis_nn_fc_params *fc_params,
+                                 const cmsis_nn_per_tensor_quant_params *quant_params,
+                                 const cmsis_nn_dims *input_dims,
+                                 const int8_t *input_data,
+                                 const cmsis_nn_dims *filter_dims,
+                                 const int8_t *filter_data,
+                                 const cmsis_nn_dims *bias_dims,
+                                 const int32_t *bias_data,
+                                 const cmsis_nn_dims *output_dims,
+                                 int8_t *output_data,
+                                 const int32_t ort_rounding)
 {
     const int32_t batches = input_dims->n;
     const int32_t accum_depth = filter_dims->n;
@@ -261,7 +272,7 @@ static inline arm_cmsis_nn_status pockmcu_fully_connected_s8_loops(const cmsis_n
     return ARM_CMSIS_NN_SUCCESS;
 }
 
-static inline arm_cmsis_nn_status
+POCKMCU_LOOPS_INLINE arm_cmsis_nn_status
 pockmcu_fully_connected_per_channel_s8_loops(const cmsis_nn_context *ctx,
                                              const cmsis_nn_fc_params *fc_params,
                                              const cmsis_nn_per_channel_quant_params *quant_params,
