@@ -38,8 +38,8 @@ from .plan import lifetimes
 #: tile grids tried (rows x columns of the sink); bands (n x 1) stream whole rows
 GRIDS = ((2, 2), (3, 3), (4, 4), (6, 6), (8, 8), (2, 1), (4, 1), (8, 1), (16, 1))
 
-#: candidates whose peak is within this fraction of the lowest compete on MACs
-SLACK = 0.02
+#: candidates whose peak is within this fraction of the lowest compete on MACs (fewest wins)
+SLACK = 0.05
 
 Region = tuple[int, int, int, int]      # rows [r0, r1), columns [c0, c1)
 
