@@ -23,6 +23,7 @@ from .compiler import RUNTIME_RAM_BYTES, Compiled
 from .ir import C_TYPES, Graph, Tensor
 from .ops import opdef
 from .resources import firmware_dir, kernels_dir, templates_dir
+from .stream import macs as total_macs
 
 WEIGHT_ROLES = {1: "weights", 2: "bias"}
 
@@ -238,7 +239,7 @@ class CodeGen:
             persistent_ram_bytes=c.persistent_ram_bytes, stack_bytes=c.stack_bytes,
             runtime_ram_bytes=RUNTIME_RAM_BYTES, ram_needed_bytes=c.ram_needed, ram_budget_bytes=c.ram_budget,
             flash_bytes=c.weights_bytes, flash_budget_bytes=c.flash_budget,
-            macs=sum(opdef(op.kind).macs(g, op) for op in g.ops),
+            macs=total_macs(g),
             inputs=self.io(g.inputs), outputs=self.io(g.outputs),
             steps=[dict(step=i, name=op.name, kind=op.kind, kernel=opdef(op.kind).kernel,
                         macs=opdef(op.kind).macs(g, op), describe=self.describe(op),

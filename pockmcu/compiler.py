@@ -170,7 +170,7 @@ def _stream(g: Graph, mode: str, spec=None, train: TrainOptions | None = None):
 
     import copy  # noqa: PLC0415
 
-    from .plan import lifetimes  # noqa: PLC0415
+    from .plan import lifetimes, live_bytes  # noqa: PLC0415
     from .training.builder import build_training  # noqa: PLC0415
 
     trained = [k for k, op in enumerate(g.ops) if any(u.op is op and (u.bias or u.channels) for u in spec.layers)]
@@ -179,11 +179,7 @@ def _stream(g: Graph, mode: str, spec=None, train: TrainOptions | None = None):
         return g, None
     probe = copy.deepcopy((g, spec))
     tg = build_training(probe[0], probe[1], train.loss, reorder=train.reorder)
-    buffers, _, _ = lifetimes(probe[0], tg.schedule)
-    live = [0] * (len(tg.schedule) + 1)
-    for b in buffers:
-        for s in range(b.first, b.last + 1):
-            live[s] += b.size
+    live = live_bytes(lifetimes(probe[0], tg.schedule)[0], len(tg.schedule)) + [0]
     for s in range(len(tg.schedule) - 1, -1, -1):     # live[s] = peak from step s on
         live[s] = max(live[s], live[s + 1])
     at = {id(op): k for k, op in enumerate(tg.schedule)}

@@ -94,11 +94,7 @@ class Plan:
         self._by_name = {b.name: b for b in self.buffers}
 
     def live_bytes(self) -> list[int]:
-        live = [0] * max(len(self.steps), 1)
-        for b in self.buffers:
-            for s in range(b.first, b.last + 1):
-                live[s] += b.size
-        return live
+        return live_bytes(self.buffers, len(self.steps))
 
 
 # -- lifetimes -------------------------------------------------------------------------------
@@ -200,12 +196,17 @@ def lifetimes(g: Graph, ops: list | None = None, share: bool = True
     return buffers, tensor_buffer, scratch
 
 
-def lower_bound(buffers: list[Buffer], n_steps: int) -> int:
+def live_bytes(buffers: list[Buffer], n_steps: int) -> list[int]:
+    """Bytes live at each step."""
     live = [0] * max(n_steps, 1)
     for b in buffers:
         for s in range(b.first, b.last + 1):
             live[s] += b.size
-    return max(live) if live else 0
+    return live
+
+
+def lower_bound(buffers: list[Buffer], n_steps: int) -> int:
+    return max(live_bytes(buffers, n_steps))
 
 
 # -- schedule --------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from .ir import Graph, Op, Tensor
 from .ops import opdef
-from .plan import lifetimes
+from .plan import lifetimes, live_bytes
 
 #: tile grids tried (rows x columns of the sink); bands (n x 1) stream whole rows
 GRIDS = ((2, 2), (3, 3), (4, 4), (6, 6), (8, 8), (2, 1), (4, 1), (8, 1), (16, 1))
@@ -240,12 +240,7 @@ def apply_stream(g: Graph, st: _Stage, grid: tuple[int, int]) -> tuple[Graph, li
 
 
 def _live(g: Graph, ops: list[Op]) -> list[int]:
-    buffers, _, _ = lifetimes(g, ops, share=True)
-    live = [0] * max(len(ops), 1)
-    for b in buffers:
-        for s in range(b.first, b.last + 1):
-            live[s] += b.size
-    return live
+    return live_bytes(lifetimes(g, ops, share=True)[0], len(ops))
 
 
 def macs(g: Graph) -> int:
