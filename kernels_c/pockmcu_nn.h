@@ -593,6 +593,24 @@ arm_cmsis_nn_status pockmcu_max_pool_grad_f32(const cmsis_nn_pool_params *pool_p
 /* MEAN over H, W backward: grad_input = grad_output[n][c] / (h*w) everywhere. */
 void pockmcu_mean_grad_f32(const cmsis_nn_dims *input_dims, const float *grad_output, float *grad_input);
 
+/* Backward of a 1x1 stride-1 convolution (output_dims) whose output feeds a spatial mean: the
+ * broadcast gradient grad_mean[n][o] / (h*w), masked by the conv's 1-bit mask, formed where it is
+ * read; then (bias != NULL) pockmcu_bias_update_s32 and (grad_input != NULL) the input gradient of
+ * pockmcu_conv_grad_input_f32, bit for bit, without the N x H x W x C_out gradient tensor. */
+arm_cmsis_nn_status pockmcu_conv_1x1_grad_from_mean_f32(const cmsis_nn_dims *output_dims,
+                                                        const float *grad_mean,
+                                                        const uint8_t *mask,
+                                                        const cmsis_nn_dims *filter_dims,
+                                                        const int8_t *filter,
+                                                        const float *filter_scale,
+                                                        int32_t *bias,
+                                                        const float *bias_coef,
+                                                        float *accum,
+                                                        float *velocity,
+                                                        const pockmcu_optimizer *opt,
+                                                        uint32_t *rng,
+                                                        float *grad_input);
+
 /* PAD backward (crop); input_dims unpadded, as arm_pad_s8. */
 arm_cmsis_nn_status pockmcu_pad_grad_f32(const cmsis_nn_dims *input_dims,
                                          const cmsis_nn_dims *pre_pad,

@@ -255,8 +255,8 @@ def dependencies(g: Graph, ops: list[Op]) -> list[int]:
         ps = _params_touched(g, op)
         for p in ps:
             ptouch.setdefault(p, []).append(i)
-        if op.kind in UPDATE_KINDS:
-            written |= {v for k, v in op.attrs.items() if k in ("weights", "bias") and isinstance(v, str)}
+        # an op naming a parameter in attrs['weights'] / attrs['bias'] updates it
+        written |= {v for k, v in op.attrs.items() if k in ("weights", "bias") and isinstance(v, str)}
     for p in written:
         chain(ptouch.get(p, []))
     # a streamed stage (pockmcu/stream.py) runs tile after tile, each tile's layers in order, so

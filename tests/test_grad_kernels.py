@@ -45,6 +45,7 @@ TRAIN_FUNCS = [
     "pockmcu_fully_connected_wgrad_update_s8", "pockmcu_bias_update_s32",
     "pockmcu_mask_pack_s8", "pockmcu_mask_apply_f32", "pockmcu_mask_bytes",
     "pockmcu_avgpool_grad_f32", "pockmcu_max_pool_grad_f32", "pockmcu_mean_grad_f32",
+    "pockmcu_conv_1x1_grad_from_mean_f32",
     "pockmcu_pad_grad_f32", "pockmcu_slice_f32", "pockmcu_slice_s8", "pockmcu_add_f32",
     "pockmcu_softmax_xent_grad_s8", "pockmcu_mse_grad_s8", "pockmcu_mse_grad_f32",
 ]
@@ -116,6 +117,9 @@ arm_cmsis_nn_status pockmcu_avgpool_grad_f32(const cmsis_nn_pool_params *, const
 arm_cmsis_nn_status pockmcu_max_pool_grad_f32(const cmsis_nn_pool_params *, const cmsis_nn_dims *,
     const int8_t *, const cmsis_nn_dims *, const cmsis_nn_dims *, const float *, float *);
 void pockmcu_mean_grad_f32(const cmsis_nn_dims *, const float *, float *);
+arm_cmsis_nn_status pockmcu_conv_1x1_grad_from_mean_f32(const cmsis_nn_dims *, const float *, const uint8_t *,
+    const cmsis_nn_dims *, const int8_t *, const float *, int32_t *, const float *, float *, float *,
+    const pockmcu_optimizer *, uint32_t *, float *);
 arm_cmsis_nn_status pockmcu_pad_grad_f32(const cmsis_nn_dims *, const cmsis_nn_dims *,
     const cmsis_nn_dims *, const float *, float *);
 void pockmcu_slice_f32(const float *, int32_t, int32_t, int32_t, int32_t, float *);
@@ -1093,6 +1097,68 @@ def check_mean_pad_slice_add(k: TK, rng, n_iter):
         assert np.array_equal(a2, a + b)
 
 
+def check_conv_1x1_from_mean(k: TK, rng, n_iter):
+    """The fused backward of a 1x1 conv feeding a spatial mean = the unfused kernels bit for bit:
+    mean_grad -> mask_apply -> bias_update -> conv_grad_input, with exact zeros, masked entries and
+    every optimizer state in play."""
+    for it in range(n_iter):
+        n, h, w = (int(v) for v in rng.integers(1, 5, 3))
+        co, ci = int(rng.integers(1, 40)), int(rng.integers(1, 9))
+        g = Geom((h, w), (1, 1), (1, 1), (1, 1), False)
+        wt = rng.integers(-127, 128, (co, 1, 1, ci)).astype(np.int8)
+        fs = np.array([_rand_scale(rng, 1e-3, 0.05) for _ in range(co)], np.float32)
+        gm = rng.standard_normal((n, co)).astype(np.float32)
+        gm[rng.random(gm.shape) < 0.2] = 0.0
+        y = rng.integers(-128, 128, (n, h, w, co)).astype(np.int8)
+        mask = np.zeros((n * h * w * co + 7) // 8, np.uint8)
+        k.lib.pockmcu_mask_pack_s8(k.p("int8_t", y), y.size, -100, 100, k.p("uint8_t", mask))
+        bias = rng.integers(-1000, 1000, co).astype(np.int32)
+        coef = np.array([_rand_scale(rng, 0.1, 10.0) for _ in range(co)], np.float32)
+        mom, batch = (0.0, 1) if it % 3 == 0 else (0.5, 1) if it % 3 == 1 else (0.0, 2)
+        state = _seed(rng)
+        accum = np.zeros(co, np.float32) if batch > 1 else None
+        vel = rng.standard_normal(co).astype(np.float32) if mom else None
+        opt = k.opt(3.0, mom, batch, 1)
+        # unfused
+        dz = np.full((n, h, w, co), np.nan, np.float32)
+        k.lib.pockmcu_mean_grad_f32(k.dims(n, h, w, co), k.p("float", gm), k.p("float", dz))
+        k.lib.pockmcu_mask_apply_f32(k.p("float", dz), k.p("uint8_t", mask), dz.size)
+        acc_u = None if accum is None else accum.copy()
+        vel_u = None if vel is None else vel.copy()
+        b_u, s_u = k.bias_update(bias, dz.reshape(-1, co), coef, acc_u, vel_u, opt, state)
+        gi_u = k.conv_grad_input(g, n, ci, wt, fs, dz)
+        # fused, with and without each part
+        for want_bias, want_gi in ((True, True), (True, False), (False, True)):
+            b_f = bias.copy()
+            acc_f = None if accum is None else accum.copy()
+            vel_f = None if vel is None else vel.copy()
+            st_f = k.ffi.new("uint32_t *", state)
+            gi_f = np.full((n, h, w, ci), np.nan, np.float32)
+            st = k.lib.pockmcu_conv_1x1_grad_from_mean_f32(
+                k.dims(n, h, w, co), k.p("float", gm), k.p("uint8_t", mask), k.dims(co, 1, 1, ci),
+                k.p("int8_t", wt), k.p("float", fs), k.p("int32_t", b_f) if want_bias else k.ffi.NULL,
+                k.p("float", coef), k.p("float", acc_f), k.p("float", vel_f), opt, st_f,
+                k.p("float", gi_f) if want_gi else k.ffi.NULL)
+            assert st == 0
+            if want_bias:
+                assert np.array_equal(b_f, b_u) and int(st_f[0]) == s_u, (n, h, w, co, ci)
+                if vel is not None:
+                    assert np.array_equal(vel_f.view(np.uint32), vel_u.view(np.uint32))
+                if accum is not None:
+                    assert np.array_equal(acc_f.view(np.uint32), acc_u.view(np.uint32))
+            else:
+                assert np.array_equal(b_f, bias) and int(st_f[0]) == state
+            if want_gi:
+                assert np.array_equal(gi_f.view(np.uint32), gi_u.view(np.uint32)), (n, h, w, co, ci)
+            else:
+                assert np.isnan(gi_f).all()
+        st = k.lib.pockmcu_conv_1x1_grad_from_mean_f32(
+            k.dims(n, h, w, co), k.p("float", gm), k.p("uint8_t", mask), k.dims(co, 3, 1, ci),
+            k.p("int8_t", wt), k.p("float", fs), k.ffi.NULL, k.ffi.NULL, k.ffi.NULL, k.ffi.NULL, opt,
+            k.ffi.NULL, k.ffi.NULL)
+        assert st == -1
+
+
 def check_masks(k: TK, rng, n_iter):
     torch = _torch()
     for it in range(n_iter):
@@ -1445,6 +1511,7 @@ ALL_CHECKS = {
     "pools": (check_pools, 14),
     "mean_pad_slice_add": (check_mean_pad_slice_add, 8),
     "masks": (check_masks, 10),
+    "conv_1x1_from_mean": (check_conv_1x1_from_mean, 12),
     "losses": (check_losses, 20),
 }
 

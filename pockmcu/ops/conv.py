@@ -261,6 +261,11 @@ def update_coefs(g: Graph, op: Op, qas: bool) -> tuple[np.ndarray, np.ndarray]:
     return wcoef.astype(np.float32), bcoef.astype(np.float32)
 
 
+#: form a spatial mean's broadcast gradient inside the backward of the 1x1 conv before it (the
+#: tests turn it off to check that the fused and unfused backward agree bit for bit)
+FUSE_MEAN_BACKWARD = True
+
+
 def param_backward(tb, op: Op, grad_input_kind: str, wgrad_kind: str, in_rows=None) -> None:
     """The gradient rule shared by CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED.
 
@@ -268,10 +273,22 @@ def param_backward(tb, op: Op, grad_input_kind: str, wgrad_kind: str, in_rows=No
     and last the input gradient if anything upstream trains.
     """
     g = tb.g
-    dz = tb.masked(op, tb.grad(op.outputs[0]))
     u = tb.update_of(op)
     x = op.inputs[0]
     wcoef, bcoef = update_coefs(g, op, tb.spec.qas)
+    mean = tb.spatial_mean_grad(tb.grad(op.outputs[0]))
+    if FUSE_MEAN_BACKWARD and mean is not None and op.kind == "CONV_2D" and not (u and u.channels) and _is_1x1(g, op):
+        # the broadcast gradient of a spatial mean is never written out: one kernel forms it
+        # where the bias update and the input gradient read it (CONV_1X1_GRAD_FROM_MEAN)
+        tb.unemit(mean)
+        dx = [tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")] if tb.needs_grad(x) else []
+        tb.emit("CONV_1X1_GRAD_FROM_MEAN", f"{op.name}_grad_from_{mean.attrs['layer'].name}",
+                [mean.inputs[-1], tb.mask(op)], dx, layer=op, bias=op.inputs[2] if u and u.bias else None,
+                coef=bcoef)
+        if dx:
+            tb.add_grad(x, dx[0])
+        return
+    dz = tb.masked(op, tb.grad(op.outputs[0]))
     if u and u.channels:
         saved, xt = x, g.t(x)
         outer, row = in_rows(g, op) if in_rows else (xt.size // xt.shape[-1], xt.shape[-1])
@@ -289,6 +306,12 @@ def param_backward(tb, op: Op, grad_input_kind: str, wgrad_kind: str, in_rows=No
         dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
         tb.emit(grad_input_kind, f"{op.name}_grad_input", [dz], [dx], layer=op)
         tb.add_grad(x, dx)
+
+
+def _is_1x1(g: Graph, op: Op) -> bool:
+    a, w = op.attrs, g.t(op.inputs[1])
+    return (tuple(w.shape[1:3]) == (1, 1) and tuple(a["stride"]) == (1, 1) and not any(a["pads"])
+            and w.shape[-1] == g.t(op.inputs[0]).shape[-1])
 
 
 def _padded_grad(x_shape, pads, stride, dilation, k_hw):

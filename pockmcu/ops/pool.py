@@ -258,5 +258,9 @@ def _pool_backward(tb, op: Op, grad_kind: str, needs_input: bool) -> None:
         return
     dz = tb.masked(op, tb.grad(op.outputs[0]))
     dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
-    tb.emit(grad_kind, f"{op.name}_grad", ([x] if needs_input else []) + [dz], [dx], layer=op)
+    a, xt, y = op.attrs, tb.g.t(x), tb.g.t(op.outputs[0])
+    whole = (grad_kind == "AVERAGE_POOL_2D_GRAD" and tuple(y.shape[1:3]) == (1, 1)
+             and tuple(a["filter"]) == tuple(xt.shape[1:3]) and not any(a["pads"]))
+    tb.emit(grad_kind, f"{op.name}_grad", ([x] if needs_input else []) + [dz], [dx], layer=op,
+            spatial_mean=whole)
     tb.add_grad(x, dx)

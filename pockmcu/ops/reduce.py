@@ -64,7 +64,7 @@ class Mean(OpDef):
     def backward(self, tb, op: Op) -> None:
         x = op.inputs[0]
         dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
-        tb.emit("MEAN_GRAD", f"{op.name}_grad", [tb.grad(op.outputs[0])], [dx], layer=op)
+        tb.emit("MEAN_GRAD", f"{op.name}_grad", [tb.grad(op.outputs[0])], [dx], layer=op, spatial_mean=True)
         tb.add_grad(x, dx)
 
     c_decls = """\
@@ -98,3 +98,63 @@ class MeanGrad(OpDef):
         return dict(layer=op.attrs["layer"].name, dy=g.t(op.inputs[0]), dx=g.t(op.outputs[0]))
 
     c_call = "pockmcu_mean_grad_f32(&{{layer}}_input_dims, {{ptr(dy)}}, {{ptr(dx)}});"
+
+
+@register
+class Conv1x1GradFromMean(OpDef):
+    """The backward of a 1x1 CONV_2D whose output only feeds a spatial mean (MEAN, or an average
+    pool whose one window is the whole input), fused so that the mean's broadcast gradient
+    (N x H x W x C_out floats; 80 KB for MobileNetV2's last conv at 4x4x1280) never exists: the
+    kernel forms (mask ? g / (H W) : 0) where the bias update and the input gradient read it, with
+    the float operations of the unfused MEAN_GRAD, MASK_APPLY, BIAS_UPDATE and CONV_2D_GRAD_INPUT
+    in their order (bit-identical). Emitted by the conv's gradient rule (conv.param_backward).
+
+    inputs: [the mean's output gradient, the conv's output mask]; outputs: [input gradient] or none;
+    attrs: layer (the conv), bias (the trained bias tensor or None), coef (its QAS coefficients)."""
+
+    kind = "CONV_1X1_GRAD_FROM_MEAN"
+    kernel = "pockmcu_conv_1x1_grad_from_mean_f32"
+    c_status = True
+    io_dtypes = ("float32", "uint8")
+
+    def reference(self, g: Graph, op: Op, xs):
+        from .conv import weight_scales  # noqa: PLC0415
+        from .training_ops import sgd_update  # noqa: PLC0415
+
+        f = op.attrs["layer"]
+        gm, mask = xs
+        n, shape = gm.shape[0], g.t(f.outputs[0]).shape
+        dz = np.broadcast_to(gm.reshape(n, 1, 1, shape[-1]).astype(np.float64) / (shape[1] * shape[2]),
+                             (n,) + tuple(shape[1:]))
+        bits = np.unpackbits(mask, axis=1, bitorder="little", count=int(np.prod(shape[1:]))).astype(bool)
+        dz = np.where(bits.reshape(dz.shape), dz, 0.0)
+        if op.attrs["bias"] is not None:
+            b = g.t(op.attrs["bias"])
+            grad = dz.reshape(-1, dz.shape[-1]).sum(axis=0)
+            b.data = sgd_update(b.data, grad, op.attrs["coef"], g, b.name, -2**31, 2**31 - 1).astype(np.int32)
+        if not op.outputs:
+            return []
+        w = g.t(f.inputs[1]).data[:, 0, 0, :].astype(np.float64) * weight_scales(g, f).astype(np.float64)[:, None]
+        return [dz @ w]
+
+    def c_context(self, g: Graph, op: Op, cg) -> dict:
+        from .conv import weight_scales  # noqa: PLC0415
+
+        f = op.attrs["layer"]
+        bias = op.attrs["bias"]
+        opt = cg.optimizer_args(bias) if bias else dict(accum="NULL", velocity="NULL", rng="NULL")
+        return dict(layer=f.name, gm=g.t(op.inputs[0]), mask=g.t(op.inputs[1]), y=g.t(f.outputs[0]),
+                    weights=cg.const(f.inputs[1]), scales=cg.float_list(weight_scales(g, f)),
+                    bias=cg.param(bias) if bias else "NULL", coef=cg.float_list(op.attrs["coef"]) if bias else "",
+                    dx=g.t(op.outputs[0]) if op.outputs else None, **opt)
+
+    c_decls = """static const float {{n}}_filter_scale[{{y.shape[-1]}}] = {{ '{' }}{{scales}}{{ '}' }};
+{% if bias != "NULL" %}
+static const float {{n}}_coef[{{y.shape[-1]}}] = {{ '{' }}{{coef}}{{ '}' }};
+{% endif %}
+"""
+    c_call = """status = pockmcu_conv_1x1_grad_from_mean_f32(&{{layer}}_output_dims, {{ptr(gm)}}, {{ptr(mask)}},
+                                             &{{layer}}_filter_dims, {{weights}}, {{n}}_filter_scale,
+                                             {{bias}}, {{n + "_coef" if bias != "NULL" else "NULL"}}, {{accum}},
+                                             {{velocity}}, &train.optimizer, {{rng}},
+                                             {{ptr(dx) if dx else "NULL"}});"""

@@ -124,6 +124,18 @@ class TrainBuilder:
         self.after.setdefault(fwd.name, []).append(op)
         return op
 
+    def spatial_mean_grad(self, grad: str) -> Op | None:
+        """The backward op that wrote ``grad`` as a spatial broadcast (the input gradient of a MEAN
+        over H, W or of a global average pool: the output gradient / (H W) at every position), when
+        ``grad`` is only that. A consumer that can read the small gradient instead calls ``unemit``."""
+        for op in self.backward:
+            if grad in op.outputs and op.attrs.get("spatial_mean"):
+                return op
+        return None
+
+    def unemit(self, op: Op) -> None:
+        self.backward.remove(op)
+
     def add_grad(self, tensor: str, grad: str) -> None:
         """Contribute ``grad`` to the gradient of ``tensor`` (summing where a tensor fans out)."""
         if tensor not in self.grads:
@@ -133,6 +145,15 @@ class TrainBuilder:
         self.emit("ADD_F32", f"{self.short(tensor)}_grad_accumulate", [self.grads[tensor], grad], [total])
         self.grads[tensor] = total
 
+    def mask(self, op: Op) -> str:
+        """The 1-bit mask of ``op``'s output, packed in the forward pass: bit k says that output k was
+        not clamped (see ``masked``)."""
+        out = self.g.t(op.outputs[0])
+        lo, hi = op.attrs.get("act_min", -128), op.attrs.get("act_max", 127)
+        mask = self.new_tensor(f"{op.name}_mask", ((out.size + 7) // 8,), "uint8")
+        self.save_after(op, "MASK_PACK", f"{op.name}_mask_pack", [op.outputs[0]], [mask], lo=int(lo), hi=int(hi))
+        return mask
+
     def masked(self, op: Op, dy: str) -> str:
         """Zero the output gradient wherever the int8 output was clamped (in place).
 
@@ -141,10 +162,7 @@ class TrainBuilder:
         activation) passes no gradient. The mask is 1 bit per element, packed in the forward pass.
         """
         out = self.g.t(op.outputs[0])
-        lo, hi = op.attrs.get("act_min", -128), op.attrs.get("act_max", 127)
-        n = out.size
-        mask = self.new_tensor(f"{op.name}_mask", ((n + 7) // 8,), "uint8")
-        self.save_after(op, "MASK_PACK", f"{op.name}_mask_pack", [op.outputs[0]], [mask], lo=int(lo), hi=int(hi))
+        mask = self.mask(op)
         dz = self.new_tensor(f"{op.name}_out_grad_masked", out.shape, "float32")
         self.emit("MASK_APPLY", f"{op.name}_mask_apply", [dy, mask], [dz])
         return dz
