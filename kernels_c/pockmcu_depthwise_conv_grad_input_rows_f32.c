@@ -10,13 +10,19 @@
  *
  * grad_input may be the same buffer as grad_output (in_dims == output_dims,
  * ch_mult 1): input row iy reads output rows iy + pad - (k_h - 1) * dil_h ..
- * iy + pad, so a finished row waits in a ring of
- * pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size() bytes (ctx->buf)
- * until no later row reads the output row it overwrites. Stride 1 only.
+ * iy + pad, so a finished row waits in a ring (ctx->buf) until no later row
+ * reads the output row it overwrites. Channels are independent, so the rows
+ * are gathered for a block of up to POCKMCU_DW_GRAD_ROWS_BLOCK input channels
+ * at a time: the ring holds that many channels of ring_rows() rows, the size
+ * pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size() returns
+ * (2 x 8 x 16 floats = 1 KB for a 3x3 filter over 8 columns, whatever the
+ * channel count). Stride 1 only.
  */
 #include <string.h>
 
 #include "pockmcu_nn.h"
+
+#define POCKMCU_DW_GRAD_ROWS_BLOCK 16
 
 static int32_t ring_rows(const cmsis_nn_dw_conv_params *p, const cmsis_nn_dims *filter_dims)
 {
@@ -24,11 +30,30 @@ static int32_t ring_rows(const cmsis_nn_dw_conv_params *p, const cmsis_nn_dims *
     return lag > 0 ? lag + 1 : 1;
 }
 
+static int32_t block_channels(const cmsis_nn_dims *input_dims)
+{
+    return input_dims->c < POCKMCU_DW_GRAD_ROWS_BLOCK ? input_dims->c : POCKMCU_DW_GRAD_ROWS_BLOCK;
+}
+
 int32_t pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params,
                                                                    const cmsis_nn_dims *input_dims,
                                                                    const cmsis_nn_dims *filter_dims)
 {
-    return ring_rows(dw_conv_params, filter_dims) * input_dims->w * input_dims->c * (int32_t)sizeof(float);
+    return ring_rows(dw_conv_params, filter_dims) * input_dims->w * block_channels(input_dims) *
+           (int32_t)sizeof(float);
+}
+
+/* Copy channels [c0, c0 + len) of ring row `row` to input row `row` of the gradient. */
+static void store_row(float *gi_b, const float *ring, int32_t row, int32_t rows, int32_t in_w, int32_t in_c,
+                      int32_t c0, int32_t len)
+{
+    const float *src = ring + (row % rows) * in_w * len;
+    float *dst = gi_b + row * in_w * in_c + c0;
+    int32_t ix;
+    for (ix = 0; ix < in_w; ix++)
+    {
+        memcpy(dst + ix * in_c, src + ix * len, (size_t)len * sizeof(float));
+    }
 }
 
 arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_context *ctx,
@@ -54,12 +79,12 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_co
     const int32_t dil_w = dw_conv_params->dilation.w;
     const int32_t pad_h = dw_conv_params->padding.h;
     const int32_t pad_w = dw_conv_params->padding.w;
-    const int32_t row = in_w * in_c;
     const int32_t rows = ring_rows(dw_conv_params, filter_dims);
+    const int32_t block = block_channels(input_dims);
     /* input rows up to iy + lag are final once input row iy is (their output rows are read no more) */
     const int32_t lag = pad_h - (k_h - 1) * dil_h;
     float *ring = (float *)ctx->buf;
-    int32_t b;
+    int32_t b, c0;
 
     if (ch_mult < 1 || in_c * ch_mult != out_c || output_dims->c != out_c || dw_conv_params->stride.h != 1 ||
         dw_conv_params->stride.w != 1 || dil_h < 1 || dil_w < 1 || ring == NULL ||
@@ -72,55 +97,60 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_co
     for (b = 0; b < input_dims->n; b++)
     {
         const float *go_b = grad_output + (int32_t)b * out_h * out_w * out_c;
-        float *gi_b = grad_input + (int32_t)b * in_h * row;
-        int32_t written = 0; /* input rows [0, written) are stored */
-        int32_t iy;
-        for (iy = 0; iy < in_h; iy++)
+        float *gi_b = grad_input + (int32_t)b * in_h * in_w * in_c;
+        for (c0 = 0; c0 < in_c; c0 += block)
         {
-            float *gi = ring + (iy % rows) * row;
-            int32_t ky, kx, ix, ic, m, last;
-            memset(gi, 0, (size_t)row * sizeof(float));
-            for (ky = k_h - 1; ky >= 0; ky--) /* output rows ascending */
+            const int32_t len = in_c - c0 < block ? in_c - c0 : block;
+            int32_t written = 0; /* input rows [0, written) of this block are stored */
+            int32_t iy;
+            for (iy = 0; iy < in_h; iy++)
             {
-                const int32_t oy = iy + pad_h - ky * dil_h;
-                if (oy < 0 || oy >= out_h)
+                float *gi = ring + (iy % rows) * in_w * len;
+                int32_t ky, kx, ix, t, m, last;
+                memset(gi, 0, (size_t)(in_w * len) * sizeof(float));
+                for (ky = k_h - 1; ky >= 0; ky--) /* output rows ascending */
                 {
-                    continue;
-                }
-                for (kx = k_w - 1; kx >= 0; kx--) /* output columns ascending */
-                {
-                    const int8_t *w = filter + (ky * k_w + kx) * out_c;
-                    for (ix = 0; ix < in_w; ix++)
+                    const int32_t oy = iy + pad_h - ky * dil_h;
+                    if (oy < 0 || oy >= out_h)
                     {
-                        const int32_t ox = ix + pad_w - kx * dil_w;
-                        const float *go;
-                        float *g;
-                        if (ox < 0 || ox >= out_w)
+                        continue;
+                    }
+                    for (kx = k_w - 1; kx >= 0; kx--) /* output columns ascending */
+                    {
+                        const int8_t *w = filter + (ky * k_w + kx) * out_c + c0 * ch_mult;
+                        const float *fs = filter_scale + c0 * ch_mult;
+                        for (ix = 0; ix < in_w; ix++)
                         {
-                            continue;
-                        }
-                        go = go_b + (oy * out_w + ox) * out_c;
-                        g = gi + ix * in_c;
-                        for (ic = 0; ic < in_c; ic++)
-                        {
-                            for (m = 0; m < ch_mult; m++)
+                            const int32_t ox = ix + pad_w - kx * dil_w;
+                            const float *go;
+                            float *g;
+                            if (ox < 0 || ox >= out_w)
                             {
-                                const int32_t oc = ic * ch_mult + m;
-                                g[ic] += (go[oc] * filter_scale[oc]) * (float)w[oc];
+                                continue;
+                            }
+                            go = go_b + (oy * out_w + ox) * out_c + c0 * ch_mult;
+                            g = gi + ix * len;
+                            for (t = 0; t < len; t++)
+                            {
+                                for (m = 0; m < ch_mult; m++)
+                                {
+                                    const int32_t oc = t * ch_mult + m;
+                                    g[t] += (go[oc] * fs[oc]) * (float)w[oc];
+                                }
                             }
                         }
                     }
                 }
+                last = iy + lag < iy ? iy + lag : iy;
+                for (; written <= last && written < in_h; written++)
+                {
+                    store_row(gi_b, ring, written, rows, in_w, in_c, c0, len);
+                }
             }
-            last = iy + lag < iy ? iy + lag : iy;
-            for (; written <= last && written < in_h; written++)
+            for (; written < in_h; written++)
             {
-                memcpy(gi_b + written * row, ring + (written % rows) * row, (size_t)row * sizeof(float));
+                store_row(gi_b, ring, written, rows, in_w, in_c, c0, len);
             }
-        }
-        for (; written < in_h; written++)
-        {
-            memcpy(gi_b + written * row, ring + (written % rows) * row, (size_t)row * sizeof(float));
         }
     }
     return ARM_CMSIS_NN_SUCCESS;

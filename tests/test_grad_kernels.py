@@ -815,11 +815,16 @@ def check_depthwise_rows(k: TK, rng, n_iter):
     for _ in range(n_iter):
         g = rand_geom(rng, s_max=1, d_max=3)
         g = Geom(g.in_hw, g.k, (1, 1), g.dil, True)       # SAME, stride 1: input and output shapes agree
-        n, cin = int(rng.integers(1, 3)), int(rng.integers(1, 7))
+        # channel counts below, at and across the kernel's 16-channel blocks
+        n, cin = int(rng.integers(1, 3)), int(rng.choice([1, 3, 6, 16, 17, 40]))
         w = rng.integers(-127, 128, (1, *g.k, cin)).astype(np.int8)
         fs = np.array([_rand_scale(rng, 1e-3, 0.05) for _ in range(cin)], np.float32)
         go = rng.standard_normal((n, *g.out, cin)).astype(np.float32)
         want = k.dw_grad_input(g, n, cin, 1, w, fs, go)
+        size = k.lib.pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(
+            k.dw_params(g, 1), k.dims(n, *g.in_hw, cin), k.dims(1, *g.k, cin))
+        lag = (g.k[0] - 1) * g.dil[0] - g.pad_before[0]
+        assert size == max(lag + 1, 1) * g.in_hw[1] * min(cin, 16) * 4     # the ring: one channel block
         for in_place in (False, True):
             st, got = k.dw_grad_input_rows(g, n, cin, 1, w, fs, go, in_place=in_place)
             assert st == 0 and np.array_equal(got.view(np.uint32), want.view(np.uint32)), (g, in_place)

@@ -459,7 +459,8 @@ class DepthwiseGradInput(_GradOp):
         f = op.attrs["layer"]
         kh, dil, pad = g.t(f.inputs[1]).shape[1], f.attrs["dilation"][0], f.attrs["pads"][0]
         x = g.t(f.inputs[0])
-        return max((kh - 1) * dil - pad + 1, 1) * x.shape[2] * x.shape[3] * 4
+        # a ring of rows for a block of up to 16 channels (POCKMCU_DW_GRAD_ROWS_BLOCK)
+        return max((kh - 1) * dil - pad + 1, 1) * x.shape[2] * min(x.shape[3], 16) * 4
 
     def c_context(self, g, op, cg):
         return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]), rows=self.by_rows(op))
