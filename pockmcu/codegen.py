@@ -44,6 +44,13 @@ def float_lit(x: float) -> str:
     return f"{float(np.float32(x))!r}f".replace("inf", "INFINITY")
 
 
+def called_kernel(call: str) -> str:
+    """The kernel a rendered C call runs (the first CMSIS-NN or pockmcu function it calls): what
+    reports name, which can differ from the op's default (onnxruntime numerics, per-channel FC)."""
+    m = re.search(r"\b((?:arm|pockmcu)_\w+)\s*\(", call)
+    return m.group(1) if m else ""
+
+
 class CodeGen:
     """Names and helpers shared by the op snippets and the templates."""
 
@@ -156,8 +163,9 @@ class CodeGen:
                        scratch=f"(pockmcu_arena + {self.plan.buffer(scratch).offset})" if scratch else "NULL",
                        scratch_size=self.plan.buffer(scratch).size if scratch else 0)
             render = lambda src: self.env.from_string(src).render(**ctx).strip("\n")  # noqa: E731
+            call = render(d.c_call)
             out.append(dict(step=step, op=op, describe=self.describe(op), decls=render(d.c_decls),
-                            call=render(d.c_call), alias=False, kernel=d.kernel, decl_rank=rank,
+                            call=call, alias=False, kernel=called_kernel(call) or d.kernel, decl_rank=rank,
                             query=render(getattr(d, "c_buffer_query", "")),
                             returns_status=d.c_status))
         return out
@@ -241,10 +249,10 @@ class CodeGen:
             flash_bytes=c.weights_bytes, flash_budget_bytes=c.flash_budget,
             macs=total_macs(g),
             inputs=self.io(g.inputs), outputs=self.io(g.outputs),
-            steps=[dict(step=i, name=op.name, kind=op.kind, kernel=opdef(op.kind).kernel,
+            steps=[dict(step=i, name=op.name, kind=op.kind, kernel=layer["kernel"],
                         macs=opdef(op.kind).macs(g, op), describe=self.describe(op),
                         phase="forward" if not self.train or i < self.train.n_forward else "backward")
-                   for i, op in enumerate(schedule)],
+                   for (i, op), layer in zip(enumerate(schedule), self.layers(schedule))],
             tensors=tensors,
             streamed=c.stream.summary() if c.stream else None,
             training=self.training_json())

@@ -143,6 +143,22 @@ def test_host_simulation_equals_reference(model, generated):
     assert got.tobytes() == want.tobytes(), f"{int(np.sum(got != want))} of {got.size} values differ"
 
 
+def test_plan_names_the_kernels_each_numerics_calls(generated):
+    """plan.json (and the reports built from it) name the function each step calls: onnxruntime's
+    rounding kernels in onnxruntime mode, TFLite Micro's in tflm mode."""
+    import json
+
+    kws = next(m for m in SHARED_ONNX if "kws" in m.name)
+    kernels = {mode: [s["kernel"] for s in json.loads((generated(kws, mode).out / "plan.json").read_text())["steps"]]
+               for mode in ("onnxruntime", "tflm")}
+    for mode, ort in (("onnxruntime", True), ("tflm", False)):
+        ks = kernels[mode]
+        assert ("pockmcu_convolve_ort_s8" in ks) == ort and ("arm_convolve_wrapper_s8" in ks) != ort, ks
+        assert ("pockmcu_avgpool_ort_s8" in ks) == ort and ("pockmcu_fully_connected_ort_s8" in ks) == ort, ks
+        model_c = (generated(kws, mode).out / "model.c").read_text()
+        assert all(k in model_c for k in ks if k)
+
+
 @pytest.mark.parametrize("model", SHARED_ONNX + FIXTURES[::4], ids=model_id)
 def test_tflm_numerics_host_simulation_equals_reference(model, generated):
     gen = generated(model, "tflm")
