@@ -13,6 +13,11 @@
  *   grad_input[n,h,w,c] += (grad_output[n,oh,ow,o] * filter_scale[o]) * (float)filter[o,i,j,c]
  * so each element sums its terms in (oh, ow, i, j, o) order starting from +0.
  * Terms with grad_output == 0 are skipped (bit-identical for finite scales).
+ *
+ * Split storage (filter_head != NULL, 0 < head_c <= C): filter[o,i,j,c] for c < head_c is read
+ * from filter_head[((o*KH + i)*KW + j)*head_c + c] (the RAM copy of the trained channels), the
+ * rest from filter (full OHWI). Same operations in the same order: bit-identical to the unsplit
+ * call on the merged filter. NULL, 0: unsplit.
  * grad_input is fully written. No scratch buffer.
  */
 #include <string.h>
@@ -23,6 +28,8 @@ arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *conv
                                                 const cmsis_nn_dims *input_dims,
                                                 const cmsis_nn_dims *filter_dims,
                                                 const int8_t *filter,
+                                                const int8_t *filter_head,
+                                                int32_t head_c,
                                                 const float *filter_scale,
                                                 const cmsis_nn_dims *output_dims,
                                                 const float *grad_output,
@@ -46,7 +53,8 @@ arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *conv
     int32_t b, oy, ox, ky, kx, o, c;
 
     if (filter_dims->c != in_c || output_dims->c != out_c || stride_h < 1 || stride_w < 1 || dil_h < 1 ||
-        dil_w < 1 || batches < 0 || in_h < 0 || in_w < 0 || in_c < 0)
+        dil_w < 1 || batches < 0 || in_h < 0 || in_w < 0 || in_c < 0 || head_c < 0 || head_c > in_c ||
+        (head_c > 0 && filter_head == NULL))
     {
         return ARM_CMSIS_NN_ARG_ERROR;
     }
@@ -78,14 +86,23 @@ arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *conv
                         gi = grad_input + ((b * in_h + iy) * in_w + ix) * in_c;
                         for (o = 0; o < out_c; o++)
                         {
-                            const int8_t *w = filter + ((o * k_h + ky) * k_w + kx) * in_c;
+                            const int32_t row = (o * k_h + ky) * k_w + kx;
+                            const int8_t *w = filter + row * in_c;
                             float s;
                             if (go[o] == 0.0f)
                             {
                                 continue;
                             }
                             s = go[o] * filter_scale[o];
-                            for (c = 0; c < in_c; c++)
+                            if (head_c > 0)
+                            {
+                                const int8_t *wh = filter_head + row * head_c;
+                                for (c = 0; c < head_c; c++)
+                                {
+                                    gi[c] += s * (float)wh[c];
+                                }
+                            }
+                            for (c = head_c; c < in_c; c++)
                             {
                                 gi[c] += s * (float)w[c];
                             }

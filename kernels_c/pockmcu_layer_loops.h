@@ -27,6 +27,12 @@ POCKMCU_LOOPS_INLINE int32_t pockmcu_requantize_as(int32_t acc, int32_t mult, in
     return ort_rounding ? pockmcu_requantize_ort(acc, mult, shift) : pockmcu_requantize(acc, mult, shift);
 }
 
+/* filter_head / head_c: split weight storage (pockmcu_convolve_split_s8). The first head_c input
+ * channels of every filter tap (o, ky, kx) are read from filter_head, rows of head_c values in
+ * (o, ky, kx) order; the rest from filter (full OHWI, its first head_c values per tap unread).
+ * Callers without a split pass the constants NULL, 0: the head loop folds away and the code is
+ * the unsplit kernel's. Integer sums are exact, so the result equals the unsplit convolution with
+ * the head merged into filter. head_c > 0 needs groups == 1 (checked by the split kernel). */
 POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_conv_s8_loops(const cmsis_nn_context *ctx,
                                                                const cmsis_nn_conv_params *conv_params,
                                                                const cmsis_nn_per_channel_quant_params *quant_params,
@@ -34,6 +40,8 @@ POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_conv_s8_loops(const cmsis_nn_co
                                                                const int8_t *input_data,
                                                                const cmsis_nn_dims *filter_dims,
                                                                const int8_t *filter_data,
+                                                               const int8_t *filter_head,
+                                                               const int32_t head_c,
                                                                const cmsis_nn_dims *bias_dims,
                                                                const int32_t *bias_data,
                                                                const cmsis_nn_dims *output_dims,
@@ -108,7 +116,15 @@ POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_conv_s8_loops(const cmsis_nn_co
                             const int32_t in_x = in_x0 + kx * dil_w;
                             const int8_t *in_px = in_batch + (in_y * in_w + in_x) * in_c + group_in;
                             const int8_t *w_px = filter_oc + (ky * k_w + kx) * k_c;
-                            for (ci = 0; ci < k_c; ci++)
+                            if (head_c > 0) /* split storage: channels [0, head_c) of this tap */
+                            {
+                                const int8_t *h_px = filter_head + (((int32_t)oc * k_h + ky) * k_w + kx) * head_c;
+                                for (ci = 0; ci < head_c; ci++)
+                                {
+                                    acc += (int32_t)h_px[ci] * ((int32_t)in_px[ci] + input_offset);
+                                }
+                            }
+                            for (ci = head_c; ci < k_c; ci++)
                             {
                                 acc += (int32_t)w_px[ci] * ((int32_t)in_px[ci] + input_offset);
                             }

@@ -142,6 +142,25 @@ int32_t arm_convolve_wrapper_s8_get_buffer_size(const cmsis_nn_conv_params *conv
                                                 const cmsis_nn_dims *filter_dims,
                                                 const cmsis_nn_dims *output_dims);
 
+/* arm_convolve_wrapper_s8 (ort_rounding 0) or pockmcu_convolve_ort_s8 (ort_rounding 1) with the
+ * filter split in two (no groups): the first head_c input channels of every tap (o, ky, kx) from
+ * filter_head (rows of head_c: the RAM copy of a channel-sparse update's trained channels), the
+ * rest from filter (full OHWI). Bit-identical to the unsplit kernel on the merged filter. No scratch. */
+arm_cmsis_nn_status pockmcu_convolve_split_s8(const cmsis_nn_context *ctx,
+                                              const cmsis_nn_conv_params *conv_params,
+                                              const cmsis_nn_per_channel_quant_params *quant_params,
+                                              const cmsis_nn_dims *input_dims,
+                                              const int8_t *input_data,
+                                              const cmsis_nn_dims *filter_dims,
+                                              const int8_t *filter_data,
+                                              const int8_t *filter_head,
+                                              int32_t head_c,
+                                              const cmsis_nn_dims *bias_dims,
+                                              const int32_t *bias_data,
+                                              const cmsis_nn_dims *output_dims,
+                                              int8_t *output_data,
+                                              int32_t ort_rounding);
+
 /* Depthwise convolution, filter_dims = {1, KH, KW, C_OUT}. */
 arm_cmsis_nn_status arm_depthwise_conv_wrapper_s8(const cmsis_nn_context *ctx,
                                                   const cmsis_nn_dw_conv_params *dw_conv_params,
@@ -437,11 +456,15 @@ void pockmcu_update_s32(int32_t *q,
 
 /* grad_input (fully written) [n,h,w,c] = sum over (oh,ow,i,j,o), h = oh*stride_h
  * - pad_h + i*dil_h (same for w) in bounds, of grad_output[n,oh,ow,o] *
- * filter_scale[o] * filter[o,i,j,c]. No groups (input c == filter c). */
+ * filter_scale[o] * filter[o,i,j,c]. No groups (input c == filter c).
+ * filter_head / head_c: split storage as in pockmcu_convolve_split_s8 (channels
+ * c < head_c of every tap read from filter_head, rows of head_c); NULL, 0 = unsplit. */
 arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *conv_params,
                                                 const cmsis_nn_dims *input_dims,
                                                 const cmsis_nn_dims *filter_dims,
                                                 const int8_t *filter,
+                                                const int8_t *filter_head,
+                                                int32_t head_c,
                                                 const float *filter_scale,
                                                 const cmsis_nn_dims *output_dims,
                                                 const float *grad_output,

@@ -24,6 +24,7 @@ from .ir import C_TYPES, Graph, Tensor
 from .ops import opdef
 from .resources import firmware_dir, kernels_dir, templates_dir
 from .stream import macs as total_macs
+from .training.params import entries
 
 WEIGHT_ROLES = {1: "weights", 2: "bias"}
 
@@ -65,6 +66,8 @@ class CodeGen:
         self.env.filters["sum_shape"] = lambda shape: int(np.prod(shape))
         self.train = c.train
         self.trainable = list(c.train.trainable_tensors) if c.train else []
+        #: split-stored tensors (TrainGraph.head_channels): tensor -> trained input channels k
+        self.heads = {t: k for t in self.trainable if (k := c.train.head_channels(t))}
         self.tensor_names = self._name_tensors()
 
     # -- naming ---------------------------------------------------------------------------
@@ -106,11 +109,18 @@ class CodeGen:
         return self.name(t if isinstance(t, str) else t.name)
 
     def const(self, t: str) -> str:
-        """The C array of a constant tensor: its RAM copy when it trains, else the flash array."""
-        return self.param(t) if t in self.trainable else self.name(t)
+        """The C array of a constant tensor: its RAM copy when it trains whole, else the flash array
+        (for a split-stored tensor the full original; its trained channels are in ``head(t)``)."""
+        return self.param(t) if t in self.trainable and t not in self.heads else self.name(t)
 
     def param(self, t: str) -> str:
+        """The RAM array of a trainable tensor (for a split-stored one only its trained channels)."""
         return f"{self.name(t)}_ram"
+
+    def head(self, t: str) -> tuple[str, int] | None:
+        """(RAM array, k) when ``t`` is split-stored: the first k input channels of every filter tap
+        live in the RAM array (rows of k), the rest in ``const(t)``; None otherwise."""
+        return (self.param(t), self.heads[t]) if t in self.heads else None
 
     def optimizer_args(self, t: str) -> dict:
         spec = self.train.spec
@@ -185,8 +195,11 @@ class CodeGen:
         params = []
         for k, t in enumerate(self.trainable):
             tensor = g.t(t)
+            head = self.heads.get(t, 0)
             params.append(dict(name=t, c=self.name(t), ram=self.param(t), ctype=C_TYPES[tensor.dtype],
-                               count=tensor.size, bytes=tensor.nbytes, state=tg.state_elements(t), index=k))
+                               count=int(np.prod(tg.stored_shape(t))), full=tensor.size, bytes=tg.stored_bytes(t),
+                               state=tg.state_elements(t), index=k, head=head,
+                               rows=tensor.size // tensor.shape[-1], row=tensor.shape[-1]))
         sched = self.layers(tg.schedule)
         out = g.t(g.outputs[0])
         from .ops.training_ops import nll_table  # noqa: PLC0415
@@ -264,9 +277,7 @@ class CodeGen:
         return dict(loss=tg.loss, reorder=tg.reorder,
                     optimizer=dict(kind=tg.spec.kind, lr=tg.spec.lr, momentum=tg.spec.momentum),
                     batch=tg.spec.batch, qas=tg.spec.qas, rounding="stochastic (xorshift32 per tensor)",
-                    spec=tg.spec.source, trainable=[dict(tensor=t, c=self.param(t), bytes=self.g.t(t).nbytes,
-                                                         trainable_elements=tg.state_elements(t))
-                                                    for t in self.trainable],
+                    spec=tg.spec.source, trainable=entries(tg, self.param),
                     layers=[dict(index=u.index, op=u.op.name, bias=u.bias, channels=u.channels,
                                  of_channels=u.total_channels) for u in tg.spec.layers],
                     label_shape=list(tg.label_shape))

@@ -2,7 +2,10 @@
 
 Trained int8 weights and int32 biases keep their size, so each tensor's bytes
 are replaced in place inside the flatbuffer; everything else (graph,
-quantization, metadata) stays byte for byte the original.
+quantization, metadata) stays byte for byte the original. A split-stored
+CONV_2D weight (only its trained input channels in P.bin) is merged with the
+original values by pockmcu.training.params.expand: only the first k values of
+every filter tap change.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import tflite
 from .errors import PockError
 from .sim import read_plan
 from .train import read_params
+from .training.params import expand
 
 
 def _buffer_spans(model_bytes: bytes) -> dict[str, tuple[int, int]]:
@@ -51,16 +55,26 @@ def export_tflite(out, params_path, dest) -> int:
     if not source.is_file():
         raise PockError(f"{out}: {plan['model_file']} (the copy of the original model) is missing; run gen again")
     tensors = read_params(params_path)
-    expected = [(t["tensor"], t["bytes"]) for t in plan["training"]["trainable"]]
+    layout = plan["training"]["trainable"]
+    expected = [(t["tensor"], t["bytes"]) for t in layout]
     if [(n, len(d)) for n, _, d in tensors] != expected:
         raise PockError(f"--params {params_path}: written for another model or update spec than {out}")
+    if not all("stored_shape" in e for e in layout):
+        raise PockError(f"{out}: plan.json was written by an older pockmcu (no parameter layout); run gen again")
     data = bytearray(source.read_bytes())
     spans = _buffer_spans(bytes(data))
-    for name, _dtype, payload in tensors:
-        if name not in spans or spans[name][1] != len(payload):
-            raise PockError(f"{source}: tensor '{name}' not found with {len(payload)} bytes")
-        off, n = spans[name]
-        data[off:off + n] = payload
+    originals = {}
+    for e in layout:
+        dt = np.dtype(e["dtype"])
+        want = int(np.prod(e["shape"])) * dt.itemsize
+        if e["tensor"] not in spans or spans[e["tensor"]][1] != want:
+            raise PockError(f"{source}: tensor '{e['tensor']}' not found with {want} bytes")
+        off, n = spans[e["tensor"]]
+        originals[e["tensor"]] = np.frombuffer(bytes(data[off:off + n]), dt)
+    trained = expand(layout, [d for _, _, d in tensors], originals)   # full tensors, heads merged
+    for e in layout:
+        off, n = spans[e["tensor"]]
+        data[off:off + n] = trained[e["tensor"]].tobytes()
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
@@ -71,4 +85,6 @@ def export_tflite(out, params_path, dest) -> int:
 
 
 def trained_arrays(params_path) -> dict[str, np.ndarray]:
+    """The tensors of P.bin as stored (flat; a split CONV_2D weight only its trained channels,
+    pockmcu.training.params.expand gives full tensors)."""
     return {n: np.frombuffer(d, np.dtype(t)) for n, t, d in read_params(params_path)}

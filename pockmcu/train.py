@@ -3,7 +3,9 @@
 Both runs see the same sample stream (the seeded per-epoch permutation is
 made here, in Python) and the same C code, so the parameters they end with
 are byte-identical. The parameter file (P.bin) is a small header plus the
-trainable tensors back to back, as ``pockmcu_params_read`` lays them out:
+trainable tensors back to back, as ``pockmcu_params_read`` lays them out (each
+as stored in RAM: a split CONV_2D weight holds only its trained channels, see
+pockmcu/training/params.py, whose ``expand`` gives the full tensors):
 
     "PKMP" u32 version=1, u32 count, then per tensor: u16 name length,
     name (utf-8), u8 dtype (0 int8, 1 int32), u32 bytes; then all tensor data.
@@ -95,7 +97,7 @@ def params_header(plan: dict) -> bytes:
     parts = [b"PKMP", struct.pack("<II", 1, len(tensors))]
     for t in tensors:
         name = t["tensor"].encode()
-        dtype = "int32" if t["c"].endswith("bias_ram") else "int8"
+        dtype = t.get("dtype") or ("int32" if t["c"].endswith("bias_ram") else "int8")
         parts.append(struct.pack("<H", len(name)) + name + struct.pack("<BI", DTYPE_CODES[dtype], t["bytes"]))
     return b"".join(parts)
 

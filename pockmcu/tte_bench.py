@@ -138,10 +138,10 @@ def tte_markdown(model: Path | None = None, log=sys.stderr) -> str:
 
 GAP = ("What still separates the streamed sparse + reorder plan from TTE's 141 KB: the backward pass keeps "
        "float32 gradients whole (MEAN's broadcast gradient of the last 1x1 conv, 4x4x1280 = 80 KB, sets the "
-       "peak; the 8x8x192 depthwise gradients are 48 KB each, now written in place); and a partly trained "
-       "layer keeps its whole weight tensor in RAM (93 KB persistent; the trained channels alone would be "
-       "about 65 KB). Streaming the backward pass through those layers and storing only trained channels are the "
-       "next steps; neither is done.")
+       "peak; the 8x8x192 depthwise gradients are 48 KB each, now written in place). A partly trained "
+       "CONV_2D keeps only its trained input channels in RAM and reads the frozen ones from flash "
+       "(persistent 93 KB -> 65 KB). Streaming the backward pass through those layers is the next step; "
+       "it is not done.")
 
 PLANNER_SPECS = {"sparse": {"bias": {"last": 4}, "weights": [{"layer": -1}]}, "full": FULL}
 

@@ -48,6 +48,8 @@ TRAIN_FUNCS = [
     "pockmcu_conv_1x1_grad_from_mean_f32",
     "pockmcu_pad_grad_f32", "pockmcu_slice_f32", "pockmcu_slice_s8", "pockmcu_add_f32",
     "pockmcu_softmax_xent_grad_s8", "pockmcu_mse_grad_s8", "pockmcu_mse_grad_f32",
+    # split weight storage: the forward kernel, checked against the unsplit ones on merged weights
+    "pockmcu_convolve_split_s8", "arm_convolve_wrapper_s8", "pockmcu_convolve_ort_s8",
 ]
 TRAIN_SOURCES = [KERNELS / f"{name}.c" for name in TRAIN_FUNCS]
 
@@ -82,8 +84,22 @@ void pockmcu_update_s8(int8_t *, const float *, int32_t, float, float *, float *
                        const pockmcu_optimizer *, uint32_t *);
 void pockmcu_update_s32(int32_t *, const float *, int32_t, const float *, float *, float *,
                         const pockmcu_optimizer *, uint32_t *);
+typedef struct { int32_t *multiplier; int32_t *shift; } cmsis_nn_per_channel_quant_params;
 arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *, const cmsis_nn_dims *,
-    const cmsis_nn_dims *, const int8_t *, const float *, const cmsis_nn_dims *, const float *, float *);
+    const cmsis_nn_dims *, const int8_t *, const int8_t *, int32_t, const float *, const cmsis_nn_dims *,
+    const float *, float *);
+arm_cmsis_nn_status pockmcu_convolve_split_s8(const cmsis_nn_context *, const cmsis_nn_conv_params *,
+    const cmsis_nn_per_channel_quant_params *, const cmsis_nn_dims *, const int8_t *,
+    const cmsis_nn_dims *, const int8_t *, const int8_t *, int32_t, const cmsis_nn_dims *, const int32_t *,
+    const cmsis_nn_dims *, int8_t *, int32_t);
+arm_cmsis_nn_status arm_convolve_wrapper_s8(const cmsis_nn_context *, const cmsis_nn_conv_params *,
+    const cmsis_nn_per_channel_quant_params *, const cmsis_nn_dims *, const int8_t *,
+    const cmsis_nn_dims *, const int8_t *, const cmsis_nn_dims *, const int32_t *,
+    const cmsis_nn_dims *, int8_t *);
+arm_cmsis_nn_status pockmcu_convolve_ort_s8(const cmsis_nn_context *, const cmsis_nn_conv_params *,
+    const cmsis_nn_per_channel_quant_params *, const cmsis_nn_dims *, const int8_t *,
+    const cmsis_nn_dims *, const int8_t *, const cmsis_nn_dims *, const int32_t *,
+    const cmsis_nn_dims *, int8_t *);
 arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_f32(const cmsis_nn_dw_conv_params *,
     const cmsis_nn_dims *, const cmsis_nn_dims *, const int8_t *, const float *, const cmsis_nn_dims *,
     const float *, float *);
@@ -269,16 +285,48 @@ class TK:
         return q, int(st[0])
 
     # -- layers ----------------------------------------------------------------
-    def conv_grad_input(self, g: Geom, n, cin, w, fs, go):
+    def conv_grad_input(self, g: Geom, n, cin, w, fs, go, head=None, head_c=0, status=False):
+        """head: split storage, [O, KH, KW, head_c] int8 (channels < head_c of every tap), else None."""
         co, kh, kw, _ = w.shape
         gi = np.full((n, *g.in_hw, cin), np.nan, dtype=np.float32)
         st = self.lib.pockmcu_conv_grad_input_f32(
             self.conv_params(g), self.dims(n, *g.in_hw, cin), self.dims(co, kh, kw, w.shape[3]),
             self.p("int8_t", np.ascontiguousarray(w, dtype=np.int8)),
+            self.p("int8_t", None if head is None else np.ascontiguousarray(head, dtype=np.int8)), int(head_c),
             self.p("float", np.ascontiguousarray(fs, dtype=np.float32)), self.dims(n, *g.out, co),
             self.p("float", np.ascontiguousarray(go, dtype=np.float32)), self.p("float", gi))
+        if status:
+            return st, gi
         assert st == 0, st
         return gi
+
+    def conv_forward(self, g: Geom, x, w, bias, mult, shift, in_off, out_off, act, ort, head=None, head_c=0,
+                     split=False):
+        """int8 forward conv: arm_convolve_wrapper_s8 / pockmcu_convolve_ort_s8 (split=False) or
+        pockmcu_convolve_split_s8 (split=True, head as in conv_grad_input). Returns (status, output)."""
+        n, _, _, cin = x.shape
+        co, kh, kw, kc = w.shape
+        p = self.conv_params(g, in_off)
+        p.output_offset = int(out_off)
+        p.activation.min, p.activation.max = act
+        mult = np.ascontiguousarray(mult, np.int32)
+        shift = np.ascontiguousarray(shift, np.int32)
+        q = self.ffi.new("cmsis_nn_per_channel_quant_params *")
+        q.multiplier, q.shift = self.p("int32_t", mult), self.p("int32_t", shift)
+        y = np.full((n, *g.out, co), 55, np.int8)
+        ctx = self.ffi.new("cmsis_nn_context *")
+        args_in = (ctx, p, q, self.dims(n, *g.in_hw, cin), self.p("int8_t", np.ascontiguousarray(x, np.int8)),
+                   self.dims(co, kh, kw, kc), self.p("int8_t", np.ascontiguousarray(w, np.int8)))
+        args_out = (self.dims(1, 1, 1, co), self.p("int32_t", None if bias is None else np.ascontiguousarray(
+            bias, np.int32)), self.dims(n, *g.out, co), self.p("int8_t", y))
+        if split:
+            hp = self.p("int8_t", None if head is None else np.ascontiguousarray(head, np.int8))
+            st = self.lib.pockmcu_convolve_split_s8(*args_in, hp, int(head_c), *args_out, int(ort))
+        elif ort:
+            st = self.lib.pockmcu_convolve_ort_s8(*args_in, *args_out)
+        else:
+            st = self.lib.arm_convolve_wrapper_s8(*args_in, *args_out)
+        return st, y
 
     def dw_grad_input(self, g: Geom, n, cin, ch_mult, w, fs, go):
         _, kh, kw, co = w.shape
@@ -688,6 +736,69 @@ def _conv_case(rng, ch_max=6, n_max=2):
     go = rng.standard_normal((n, *g.out, co)).astype(np.float32)
     go[rng.random(go.shape) < 0.2] = 0.0  # ReLU-masked zeros
     return g, n, cin, co, zp, s_x, x, w, fs, go
+
+
+def check_conv_split(k: TK, rng, n_iter):
+    """Split weight storage (a channel-sparse CONV_2D keeps its trained input channels in RAM):
+    the first head_c channels of every tap from a head array, the rest from the full filter. The
+    forward kernel (both rounding modes) and the input gradient equal the unsplit kernels on the
+    merged filter bit for bit, the full filter's head channels are never read, and the weight
+    update on the head rows (filter dims {O, KH, KW, head_c}, begin 0) equals the update of those
+    channels in the full tensor, RNG stream included."""
+    from pockmcu import fixedpoint as fp
+
+    for it in range(n_iter):
+        g, n, cin, co, zp, s_x, x, w, fs, go = _conv_case(rng, ch_max=9)
+        head_c = [0, cin, int(rng.integers(1, cin + 1))][min(it, 2)] if it < 3 else int(rng.integers(0, cin + 1))
+        head = np.ascontiguousarray(w[..., :head_c])
+        flash = w.copy()
+        flash[..., :head_c] = rng.integers(-128, 128, flash[..., :head_c].shape)  # stale values: never read
+        bias = rng.integers(-3000, 3000, co).astype(np.int32) if rng.random() < 0.8 else None
+        s_y = s_x * float(np.max(fs)) * rng.uniform(2.0, 40.0)
+        in_off, out_off = -zp, int(rng.integers(-128, 128))
+        act = (-128, 127) if rng.random() < 0.5 else (int(rng.integers(-128, 0)), int(rng.integers(0, 128)))
+        for ort in (0, 1):
+            if ort:
+                mult, shift = fp.ort_output_scales(s_x, fs, s_y)
+            else:
+                mult, shift = (np.array(v, np.int32) for v in zip(*(fp.quantize_multiplier(s_x * float(f) / s_y)
+                                                                     for f in fs)))
+            st0, want = k.conv_forward(g, x, w, bias, mult, shift, in_off, out_off, act, ort)
+            st1, got = k.conv_forward(g, x, flash, bias, mult, shift, in_off, out_off, act, ort,
+                                      head if head_c else None, head_c, split=True)
+            assert st0 == 0 and st1 == 0, (st0, st1)
+            assert np.array_equal(got, want), f"split forward (ort={ort}, head_c={head_c}/{cin}) {g}"
+            assert len(np.unique(want)) > 1 or want.size < 4, "degenerate case: every output clamped"
+        gi = k.conv_grad_input(g, n, cin, w, fs, go)
+        gi_split = k.conv_grad_input(g, n, cin, flash, fs, go, head if head_c else None, head_c)
+        assert np.array_equal(gi.view(np.uint32), gi_split.view(np.uint32)), f"split grad_input {head_c} {g}"
+
+        if head_c:  # the update of the head rows == the update of channels [0, head_c) in place
+            x_saved = np.ascontiguousarray(x[..., :head_c])
+            coef = (F32(s_x) / fs).astype(np.float32)
+            s0 = _seed(rng)
+            acc_full, acc_head = (np.zeros(co * g.k[0] * g.k[1] * head_c, np.float32) for _ in range(2))
+            for apply in (0, 1):
+                opt = k.opt(float(F32(rng.uniform(0.5, 50.0))), 0.0, 2, apply)
+                st_a, w_full, s_a = k.conv_wgrad(g, x_saved, -zp, w, 0, go, coef, acc_full, None, opt, s0)
+                st_b, w_head, s_b = k.conv_wgrad(g, x_saved, -zp, head, 0, go, coef, acc_head, None, opt, s0)
+                assert st_a == 0 and st_b == 0 and s_a == s_b
+                assert np.array_equal(w_head, w_full[..., :head_c]), f"split update {head_c} {g}"
+                assert np.array_equal(acc_full.view(np.uint32), acc_head.view(np.uint32))
+                w, head = w_full, w_head
+
+    # bad arguments
+    g, n, cin, co, zp, s_x, x, w, fs, go = _conv_case(rng)
+    ones = np.full(co, 1 << 30, np.int32), np.full(co, -8, np.int32)
+    for head, head_c in ((None, 1), (np.zeros((co, *g.k, cin + 1), np.int8), cin + 1),
+                         (np.zeros((co, *g.k, 1), np.int8), -1)):
+        st, _ = k.conv_forward(g, x, w, None, *ones, 0, 0, (-128, 127), 0, head, head_c, split=True)
+        assert st == -1, (head_c, st)
+        st, _ = k.conv_grad_input(g, n, cin, w, fs, go, head, head_c, status=True)
+        assert st == -1, (head_c, st)
+    if cin > 1:  # grouped filters are not splittable
+        st, _ = k.conv_forward(g, x, w[..., :1], None, *ones, 0, 0, (-128, 127), 0, w[..., :1], 1, split=True)
+        assert st == -1, st
 
 
 def check_conv(k: TK, rng, n_iter):
@@ -1326,7 +1437,7 @@ int32_t pockmcu_workload(uint8_t *out, int32_t size)
     dp.dilation.h = 1; dp.dilation.w = 1;
     ctx.buf = buf; ctx.size = (int32_t)sizeof(buf);
 
-    pockmcu_conv_grad_input_f32(&cp, &in_d, &f_d, wconv, fs, &o_d, go, gi);
+    pockmcu_conv_grad_input_f32(&cp, &in_d, &f_d, wconv, NULL, 0, fs, &o_d, go, gi);
     emit(gi, (int32_t)sizeof(gi));
     pockmcu_depthwise_conv_grad_input_f32(&dp, &in_d, &fdw_d, wdw, fs, &odw_d, godw, gi);
     emit(gi, (int32_t)sizeof(gi));
@@ -1509,6 +1620,7 @@ ALL_CHECKS = {
     "rng_and_rounding": (check_rng_and_rounding, 4),
     "update_rule": (check_update_rule, 30),
     "conv": (check_conv, 16),
+    "conv_split": (check_conv_split, 24),
     "depthwise": (check_depthwise, 16),
     "depthwise_rows": (check_depthwise_rows, 24),
     "fully_connected": (check_fc, 16),

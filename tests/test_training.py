@@ -14,6 +14,7 @@ from pockmcu.codegen import write_project
 from pockmcu.compiler import TrainOptions, compile_model
 from pockmcu.export import export_tflite
 from pockmcu.train import Data, HostTrainer, read_params, train_on_target, write_params
+from pockmcu.training import params
 from pockmcu.training.reference import ReferenceTrainer
 
 SPARSE = {  # shaped like the Tiny Training Engine's schemes: biases of the last layers, a few weight layers
@@ -50,13 +51,10 @@ def random_data(c, n, seed):
 
 
 def unpack(c, raw: bytes) -> dict[str, np.ndarray]:
-    out, pos = {}, 0
-    for t in c.train.trainable_tensors:
-        tensor = c.graph.t(t)
-        out[t] = np.frombuffer(raw[pos:pos + tensor.nbytes], tensor.np_dtype).reshape(tensor.shape)
-        pos += tensor.nbytes
-    assert pos == len(raw)
-    return out
+    """Full trained tensors from pockmcu_params_read bytes (split heads merged into the originals)."""
+    layout = params.entries(c.train)
+    assert sum(e["bytes"] for e in layout) == len(raw)
+    return params.expand(layout, raw, {t: c.graph.t(t).data for t in c.train.trainable_tensors})
 
 
 @pytest.mark.parametrize("stem", list(SPARSE))
@@ -113,7 +111,8 @@ def test_host_and_qemu_train_to_identical_parameters(stem, tmp_path):
     host.train(data, epochs=1, seed=5, log=lambda *_: None)
     _, raw_dev, _ = train_on_target(out, "qemu-m4", data, epochs=1, seed=5, log=lambda *_: None)
     assert raw_dev == host.params()
-    assert raw_dev != b"".join(c.graph.t(t).data.tobytes() for t in c.train.trainable_tensors)
+    layout = params.entries(c.train)
+    assert raw_dev != params.pack(layout, {t: c.graph.t(t).data for t in c.train.trainable_tensors})
 
 
 TRAIN_FIXTURES = [  # (fixture, loss): every op with a gradient rule on a path to a trained layer
@@ -226,3 +225,135 @@ def test_mean_backward_fused_is_bit_identical(reorder, tmp_path, monkeypatch):
         assert ref.step(x, y) == ref0.step(x, y)
     for t, v in ref.params().items():
         np.testing.assert_array_equal(v, ref0.params()[t], err_msg=t)
+
+
+def _split_layers(c):
+    """(weights tensor, k, C_in) of every CONV_2D trained at k < C_in channels."""
+    return [(u.op.inputs[1], u.channels, u.total_channels) for u in c.train.spec.layers
+            if u.op.kind == "CONV_2D" and 0 < u.channels < u.total_channels]
+
+
+@pytest.mark.parametrize("stem", list(SPARSE))
+def test_split_storage_persistent_ram(stem, tmp_path):
+    """A CONV_2D trained at k < C_in input channels keeps only those in RAM: persistent RAM is the
+    whole-tensor figure minus exactly the frozen bytes O*KH*KW*(C_in - k); depthwise and fully
+    connected weights stay whole; the parameter bytes are the stored ones."""
+    c, out = make(SHARED / f"{stem}.tflite", SPARSE[stem], tmp_path)
+    tg, g = c.train, c.graph
+    n_state = (tg.spec.momentum > 0) + (tg.spec.batch > 1)
+    whole = sum(g.t(t).nbytes + 4 + 4 * n_state * tg.state_elements(t) for t in tg.trainable_tensors) + 16
+    split = _split_layers(c)
+    assert split, "the spec must split at least one CONV_2D"
+    frozen = sum(g.t(w).size // cin * (cin - k) for w, k, cin in split)
+    assert c.persistent_ram_bytes == whole - frozen
+    layout = {e["tensor"]: e for e in json.loads((out / "plan.json").read_text())["training"]["trainable"]}
+    for w, k, cin in split:
+        shape = list(g.t(w).shape)
+        assert layout[w]["stored_shape"] == shape[:-1] + [k] and layout[w]["head"] == k and layout[w]["row"] == cin
+        assert layout[w]["bytes"] == g.t(w).size // cin * k
+    for u in tg.spec.layers:   # other partly trained layers are stored whole
+        if u.channels and u.op.kind != "CONV_2D":
+            assert layout[u.op.inputs[1]]["bytes"] == g.t(u.op.inputs[1]).nbytes and not layout[u.op.inputs[1]]["head"]
+    host = HostTrainer(out)
+    assert len(host.params()) == sum(e["bytes"] for e in layout.values()) == \
+        sum(tg.stored_bytes(t) for t in tg.trainable_tensors)
+
+
+def _tflite_tensors(path, names) -> dict[str, np.ndarray]:
+    """Constant tensors of a .tflite file read with the tflite package (independently of export.py)."""
+    import tflite
+
+    m = tflite.Model.GetRootAs(path.read_bytes(), 0)
+    sg = m.Subgraphs(0)
+    out = {}
+    for i in range(sg.TensorsLength()):
+        t = sg.Tensors(i)
+        name = t.Name().decode()
+        if name in names and name not in out:
+            dtype = {tflite.TensorType.INT8: np.int8, tflite.TensorType.INT32: np.int32}[t.Type()]
+            out[name] = m.Buffers(t.Buffer()).DataAsNumpy().view(dtype).reshape(t.ShapeAsNumpy())
+    return out
+
+
+@pytest.mark.parametrize("stem", ["mlperf_kws_dscnn", "mlperf_vww_mobilenetv1_96"])
+def test_export_of_split_storage(stem, tmp_path):
+    """P.bin of a split-trained model holds only the trained channels; `export` merges them into the
+    original tensors: frozen channels equal the original model's, trained ones the numpy reference's."""
+    model = SHARED / f"{stem}.tflite"
+    c, out = make(model, SPARSE[stem], tmp_path)
+    data = random_data(c, 3, seed=12)
+    host = HostTrainer(out)
+    host.init(3)
+    ref = ReferenceTrainer(c.train, seed=3)
+    for i in range(3):
+        host.step(data.x[i], data.y[i])
+        ref.step(data.x[i], data.y[i])
+    plan = json.loads((out / "plan.json").read_text())
+    write_params(tmp_path / "p.bin", plan, host.params())
+    stored = {n: d for n, _, d in read_params(tmp_path / "p.bin")}
+    export_tflite(out, tmp_path / "p.bin", tmp_path / "trained.tflite")
+    names = set(c.train.trainable_tensors)
+    original, exported = _tflite_tensors(model, names), _tflite_tensors(tmp_path / "trained.tflite", names)
+    want = ref.params()
+    for w, k, cin in _split_layers(c):
+        assert len(stored[w]) == c.graph.t(w).size // cin * k          # only the head travels
+        np.testing.assert_array_equal(exported[w][..., k:], original[w][..., k:], err_msg=f"{w}: frozen")
+        np.testing.assert_array_equal(exported[w][..., :k], want[w][..., :k], err_msg=f"{w}: trained")
+        assert (exported[w][..., :k] != original[w][..., :k]).any(), f"{w}: did not train"
+    for t in names:
+        np.testing.assert_array_equal(exported[t], want[t], err_msg=t)
+
+
+SAN_MAIN = r"""
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model.h"
+
+/* stdin: u32 steps, then per step the input sample and an int32 label; stdout: the parameters. */
+int main(void)
+{
+    uint32_t steps, k, n = pockmcu_params_bytes();
+    int32_t label;
+    pockmcu_step_result r;
+    uint8_t *p = malloc(n);
+    if (p == NULL || fread(&steps, 4, 1, stdin) != 1 || pockmcu_train_init(7) != 0) return 2;
+    for (k = 0; k < steps; k++) {
+        if (fread(pockmcu_input(0), pockmcu_input_bytes(0), 1, stdin) != 1 || fread(&label, 4, 1, stdin) != 1) return 3;
+        if (pockmcu_train_step(&label, &r) != 0) return 4;
+    }
+    pockmcu_params_read(p);
+    pockmcu_params_write(p);       /* round trip through the RAM arrays */
+    pockmcu_params_read(p);
+    fwrite(p, 1, n, stdout);
+    free(p);
+    return 0;
+}
+"""
+
+
+def test_split_storage_sanitized(tmp_path):
+    """The generated training code with split storage (KWS conv4 at 1/2), built with -Wall -Wextra -Werror
+    under ASan + UBSan: a few train steps run clean and end with the host library's parameters."""
+    import subprocess
+
+    c, out = make(SHARED / "mlperf_kws_dscnn.tflite", SPARSE["mlperf_kws_dscnn"], tmp_path)
+    assert _split_layers(c)
+    (tmp_path / "main.c").write_text(SAN_MAIN)
+    exe = tmp_path / "san_train"
+    cmd = ["gcc", "-O1", "-g", "-std=c99", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
+           "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
+           f"-I{out}", f"-I{out / 'kernels'}", str(out / "model.c"), str(out / "weights.c"),
+           *map(str, sorted((out / "kernels").glob("*.c"))), str(tmp_path / "main.c"), "-o", str(exe), "-lm"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0 and not r.stderr, r.stderr[-3000:]
+    data = random_data(c, 3, seed=21)
+    stdin = np.uint32(3).tobytes() + b"".join(data.x[i].tobytes() + np.int32(data.y[i]).tobytes() for i in range(3))
+    r = subprocess.run([str(exe)], input=stdin, capture_output=True, timeout=300)
+    assert r.returncode == 0 and b"runtime error" not in r.stderr, r.stderr.decode(errors="replace")[-3000:]
+    host = HostTrainer(out)
+    host.init(7)
+    for i in range(3):
+        host.step(data.x[i], data.y[i])
+    assert r.stdout == host.params()

@@ -118,13 +118,21 @@ static const cmsis_nn_dims {{n}}_filter_dims = {{ dims(w.shape) }};
 static const cmsis_nn_dims {{n}}_bias_dims = {1, 1, 1, {{bias_c}}};
 static const cmsis_nn_dims {{n}}_output_dims = {{ dims(y.shape) }};
 """
+    # head: the weights are split-stored (codegen.CodeGen.head): the trained input channels in RAM,
+    # the frozen ones read from flash; pockmcu_convolve_split_s8 takes both (and needs no scratch)
     c_call = """\
 ctx.buf = {{scratch}};
 ctx.size = {{scratch_size}};
+{% if head %}
+status = pockmcu_convolve_split_s8(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
+    &{{n}}_filter_dims, {{weights}}, {{head[0]}}, {{head[1]}}, &{{n}}_bias_dims, {{bias}}, &{{n}}_output_dims,
+    {{ptr(y)}}, {{ort}});
+{% else %}
 status = {{kernel}}(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
-    &{{n}}_filter_dims, {{weights}}, &{{n}}_bias_dims, {{bias}}, &{{n}}_output_dims, {{ptr(y)}});"""
-    c_buffer_query = ("{{kernel}}_get_buffer_size(&{{n}}_params, &{{n}}_input_dims, "
-                      "&{{n}}_filter_dims, &{{n}}_output_dims)")
+    &{{n}}_filter_dims, {{weights}}, &{{n}}_bias_dims, {{bias}}, &{{n}}_output_dims, {{ptr(y)}});
+{% endif %}"""
+    c_buffer_query = ("{% if not head %}{{kernel}}_get_buffer_size(&{{n}}_params, &{{n}}_input_dims, "
+                      "&{{n}}_filter_dims, &{{n}}_output_dims){% endif %}")
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         a = op.attrs
@@ -138,7 +146,7 @@ status = {{kernel}}(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(
             in_offset=-x.quant.zp, out_offset=y.quant.zp, act_min=a["act_min"], act_max=a["act_max"],
             multiplier=cg.int_list(a["multiplier"]), shift=cg.int_list(a["shift"]),
             bias=cg.const(op.inputs[2]) if has_bias else "NULL", weights=cg.const(op.inputs[1]),
-            bias_c=y.shape[-1] if has_bias else 0)
+            bias_c=y.shape[-1] if has_bias else 0, head=None, ort=int(g.numerics == "onnxruntime"))
 
 
 @register
@@ -152,6 +160,11 @@ class Conv2D(_WindowOp):
 
     def backward(self, tb, op: Op) -> None:
         param_backward(tb, op, "CONV_2D_GRAD_INPUT", "CONV_2D_WGRAD_UPDATE")
+
+    def c_context(self, g: Graph, op: Op, cg) -> dict:
+        head = cg.head(op.inputs[1])
+        return dict(super().c_context(g, op, cg), head=head, kernel="pockmcu_convolve_split_s8" if head else
+                    self.kernel_for(g))
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
@@ -360,12 +373,15 @@ class Conv2DGradInput(_GradOp):
         return [_crop(dxp, xshape, a["pads"])]
 
     def c_context(self, g, op, cg):
-        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]))
+        head = cg.head(op.attrs["layer"].inputs[1])
+        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]),
+                    head=head[0] if head else "NULL", head_c=head[1] if head else 0)
 
     c_decls = "static const float {{n}}_filter_scale[{{y.shape[-1]}}] = {{ '{' }}{{scales}}{{ '}' }};\n"
     c_call = """\
 status = pockmcu_conv_grad_input_f32(&{{layer}}_params, &{{layer}}_input_dims, &{{layer}}_filter_dims, {{weights}},
-                                     {{n}}_filter_scale, &{{layer}}_output_dims, {{ptr(dz)}}, {{ptr(dx)}});"""
+                                     {{head}}, {{head_c}}, {{n}}_filter_scale, &{{layer}}_output_dims, {{ptr(dz)}},
+                                     {{ptr(dx)}});"""
 
 
 @register
@@ -403,23 +419,36 @@ class Conv2DWgradUpdate(_GradOp):
         w = g.t(op.attrs["weights"])
         return 4 * w.shape[1] * w.shape[2] * op.attrs["channels"]
 
+    # A split-stored filter (codegen.CodeGen.head) is updated in its RAM rows of k: filter dims
+    # {O, KH, KW, k} (head_dims) and channel_begin 0; otherwise the whole RAM tensor at channel_begin.
     def c_context(self, g, op, cg):
+        from ..codegen import c_ident  # noqa: PLC0415
+
         saved = g.t(op.inputs[0])
-        return dict(self.layer_ctx(g, op, cg), saved=saved, dz=g.t(op.inputs[1]), begin=op.attrs["channel_begin"],
-                    weights=cg.param(op.attrs["weights"]), coef=cg.float_list(op.attrs["coef"]),
-                    **cg.optimizer_args(op.attrs["weights"]))
+        head = cg.head(op.attrs["weights"])
+        ctx = dict(self.layer_ctx(g, op, cg), saved=saved, dz=g.t(op.inputs[1]), begin=op.attrs["channel_begin"],
+                   weights=cg.param(op.attrs["weights"]), coef=cg.float_list(op.attrs["coef"]),
+                   **cg.optimizer_args(op.attrs["weights"]), head=head, stored_shape=None)
+        ctx["filter_dims"] = f"{c_ident(op.name)}_head_dims" if head else f"{ctx['layer']}_filter_dims"
+        if head:
+            assert op.attrs["channel_begin"] == 0
+            ctx["stored_shape"] = cg.train.stored_shape(op.attrs["weights"])
+        return ctx
 
     c_decls = """\
 static const float {{n}}_coef[{{y.shape[-1]}}] = {{ '{' }}{{coef}}{{ '}' }};
 static const cmsis_nn_dims {{n}}_input_dims = {{ dims(saved.shape) }};
+{% if head %}
+static const cmsis_nn_dims {{n}}_head_dims = {{ dims(stored_shape) }}; /* the RAM rows of the trained channels */
+{% endif %}
 """
     c_call = """\
 ctx.buf = {{scratch}};
 ctx.size = {{scratch_size}};
 status = pockmcu_conv_wgrad_update_s8(&ctx, &{{layer}}_params, &{{n}}_input_dims, {{ptr(saved)}},
-                                      &{{layer}}_filter_dims, {{weights}}, {{begin}}, &{{layer}}_output_dims,
+                                      &{{filter_dims}}, {{weights}}, {{begin}}, &{{layer}}_output_dims,
                                       {{ptr(dz)}}, {{n}}_coef, {{accum}}, {{velocity}}, &train.optimizer, {{rng}});"""
-    c_buffer_query = "pockmcu_conv_wgrad_update_s8_get_buffer_size(&{{n}}_input_dims, &{{layer}}_filter_dims)"
+    c_buffer_query = "pockmcu_conv_wgrad_update_s8_get_buffer_size(&{{n}}_input_dims, &{{filter_dims}})"
 
 
 @register

@@ -11,7 +11,17 @@ the last); a string names the op (as ``pockmcu inspect`` lists it) or one of
 its tensors. ``ratio`` in (0, 1] trains the first ceil(ratio * C_in) input
 channels of that layer's weights (for a depthwise conv, the channels it
 filters); the rest stay frozen. Keeping the first channels makes the saved
-activation a contiguous slice and the trained weights contiguous per tap.
+activation a contiguous slice and the trained weights contiguous per tap: for
+every row r = (o, ky, kx) of an OHWI filter the values [r*C : r*C+k].
+
+Storage: a CONV_2D (no groups) trained at k < C_in channels keeps only that
+prefix in RAM, a (O, KH, KW, k) array (rows of k); the frozen remainder is read
+from the flash constant, which stays the whole original tensor
+(pockmcu_convolve_split_s8; TrainGraph.head_channels / stored_shape). The
+parameter bytes (pockmcu_params_read, P.bin, the board's pull) are the RAM
+contents; pockmcu.training.params.expand merges them into full tensors.
+FULLY_CONNECTED and DEPTHWISE_CONV_2D weights keep the whole tensor in RAM
+whatever the ratio (as do biases and fully trained weights).
 """
 
 from __future__ import annotations
