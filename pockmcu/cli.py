@@ -189,7 +189,7 @@ def cmd_plan(args) -> int:
     calib = load_calib(args.calib, args.model, loss) if args.calib else None
     searcher = Searcher(args.model, loss=loss, reorder=not args.no_reorder, stack=stack,
                         target=get_target(args.target).name, calib=calib, seed=args.seed, stream=args.stream)
-    _, smallest = searcher.minimum()
+    _, smallest = searcher.minimum(min(budgets))
     if min(budgets) < smallest.ram:
         raise PockError(searcher.too_small_message(min(budgets)))
     choices = searcher.search_all(budgets)

@@ -144,6 +144,9 @@ def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT
     plan = plan_memory(g, tg.schedule if tg else None)
     c = Compiled(graph=g, plan=plan, ram_budget=ram, flash_budget=flash, stack_bytes=stack, target=target, train=tg,
                  stream=streamed)
+    if c.ram_needed > ram and stream == "auto":
+        # auto streams where it is cheap; when --ram needs more, it streams as far as it takes
+        return compile_model(path, ram, flash, stack, target, train, "max", numerics)
     if c.ram_needed > ram:
         persistent = f" + trainable parameters and optimizer state {c.persistent_ram_bytes}" if tg else ""
         raise PockError(

@@ -163,19 +163,27 @@ class Coster:
         self.cache: dict[str, Cost] = {}
         self.compiles = 0
 
-    def compiled(self, scheme: Scheme, ram: int = BIG_RAM):
+    def compiled(self, scheme: Scheme, ram: int = BIG_RAM, stream: str | None = None):
         from .compiler import TrainOptions, compile_model  # noqa: PLC0415
 
         opts = TrainOptions(spec=json.dumps(scheme.spec(self.optimizer)), loss=self.loss, reorder=self.reorder)
-        return compile_model(self.path, ram, None, self.stack, self.target, opts, self.stream)
+        return compile_model(self.path, ram, None, self.stack, self.target, opts, stream or self.stream)
 
-    def __call__(self, scheme: Scheme) -> Cost:
-        key = json.dumps(scheme.spec(self.optimizer), sort_keys=True)
+    def __call__(self, scheme: Scheme, budget: int | None = None) -> Cost:
+        """The scheme's cost; with ``budget``, as compile_model would build it for that --ram: under
+        ``--stream auto`` a scheme that does not fit is costed again streamed as far as it goes."""
+        cost = self._cost(scheme, self.stream)
+        if budget is not None and cost.ram > budget and self.stream == "auto":
+            cost = min(cost, self._cost(scheme, "max"), key=lambda c: c.ram)
+        return cost
+
+    def _cost(self, scheme: Scheme, stream: str) -> Cost:
+        key = json.dumps([scheme.spec(self.optimizer), stream], sort_keys=True)
         if key not in self.cache:
             if self.compiles >= MAX_COMPILES:
                 raise _Exhausted
             self.compiles += 1
-            c = self.compiled(scheme)
+            c = self.compiled(scheme, stream=stream)
             self.cache[key] = Cost(ram=c.ram_needed, arena=c.plan.arena_bytes, persistent=c.persistent_ram_bytes,
                                    describe=c.train.spec.describe(), peak=_peak(c))
         return self.cache[key]
@@ -357,10 +365,12 @@ class Searcher:
             return 0
         return max(self.singles[opt].ram - self.inference_ram, 0)
 
-    def minimum(self) -> tuple[Scheme, Cost]:
+    def minimum(self, budget: int | None = None) -> tuple[Scheme, Cost]:
+        """The scheme with the least RAM; with ``budget``, costed as it would be built for it."""
         empty = Scheme(0, (0,) * self.L)
         opt = min(self.singles, key=lambda o: (self.singles[o].ram, -self.gains.get(o, 0.0), str(o)))
-        return _apply(empty, opt), self.singles[opt]
+        s = _apply(empty, opt)
+        return s, self.coster(s, budget) if budget is not None else self.singles[opt]
 
     def _moves(self, s: Scheme):
         """Upgrades of s: (option, added gain, added estimated bytes, tie-break order)."""
@@ -389,7 +399,7 @@ class Searcher:
                 room = [m for m in moves[TRIES:] if (cost.ram if cost else self.inference_ram) + m[2] <= budget]
                 for opt, _dg, _db in moves[:TRIES] + room[:TRIES]:
                     t = _apply(s, opt)
-                    c = self.coster(t)
+                    c = self.coster(t, budget)
                     self.explored[t] = (scheme_gain(t, self.gains), c)
                     if c.ram <= budget:
                         s, cost, taken = t, c, True
@@ -399,7 +409,7 @@ class Searcher:
         except _Exhausted:
             pass
         if cost is None:   # nothing with positive gain fits: the smallest scheme, if it fits
-            s, cost = self.minimum()
+            s, cost = self.minimum(budget)
             if cost.ram > budget:
                 raise PockError(self.too_small_message(budget))
         return Choice(budget=budget, scheme=s, spec=s.spec(self.coster.optimizer), gain=scheme_gain(s, self.gains),
@@ -419,7 +429,7 @@ class Searcher:
         return [by[b] for b in budgets]
 
     def too_small_message(self, budget: int) -> str:
-        s, c = self.minimum()
+        s, c = self.minimum(budget)
         stack = self.coster.stack
         from .compiler import RUNTIME_RAM_BYTES  # noqa: PLC0415
 

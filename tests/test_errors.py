@@ -76,9 +76,14 @@ def test_gen_refuses_bad_budget(ram, needle, tmp_path):
 
 
 def test_budget_error_names_bytes_needed(tmp_path):
+    """Too small even streamed as far as it goes: the error names the least RAM that works."""
+    from pockmcu.compiler import compile_model
+
     r = pockmcu("gen", KWS, "--ram", "1KB", "-o", tmp_path / "o")
     assert_clean_error(r)
-    assert "16000" in r.stderr  # the KWS arena, part of what is needed
+    least = compile_model(KWS, ram=1 << 30, stream="max")
+    assert least.plan.arena_bytes < 16000                  # the KWS arena unstreamed
+    assert f"needs {least.ram_needed} bytes" in r.stderr and f"arena {least.plan.arena_bytes} " in r.stderr
 
 
 def test_failed_gen_keeps_previous_output(tmp_path):
