@@ -124,4 +124,4 @@ def test_default_update_fits_the_budget(tmp_path):
     assert ps["ram_needed_bytes"] <= 40 * 1024 < pb["ram_needed_bytes"] <= 256 * 1024
     trained = [sum(t["trainable_elements"] for t in p["training"]["trainable"]) for p in (ps, pb)]
     assert trained[0] < trained[1]
-    one_line_error(pockmcu("gen", KWS, "--train", "--ram", "20KB", "-o", tmp_path / "x"), "does not fit")
+    one_line_error(pockmcu("gen", KWS, "--train", "--ram", "16KB", "-o", tmp_path / "x"), "does not fit")
