@@ -1,13 +1,17 @@
 /*
  * pockmcu_layer_loops.h - the loops of the int8 conv / depthwise / fully connected kernels, shared by
- * the TFLite Micro rounding kernels (arm_*, CMSIS-NN API) and their onnxruntime rounding variants
- * (pockmcu_*_ort_s8). Each kernel file is a one-line call with ort_rounding constant, which the
+ * the TFLite Micro rounding kernels (arm_*, CMSIS-NN API), their onnxruntime rounding variants
+ * (pockmcu_*_ort_s8) and the split-filter variants (pockmcu_*_split_*: a channel-sparse update keeps
+ * the trained input channels of a filter in RAM, the rest stays in flash), and the loop of the conv
+ * input gradient. Each kernel file is a one-line call with ort_rounding constant, which the
  * compiler folds: 0 requantizes with TFLM's double-rounding MultiplyByQuantizedMultiplier
  * (pockmcu_requantize), 1 with onnxruntime's float32 requantization emulated in integers
  * (pockmcu_requantize_ort; multiplier/shift then hold a float32 scale's mantissa and exponent).
  */
 #ifndef POCKMCU_LAYER_LOOPS_H
 #define POCKMCU_LAYER_LOOPS_H
+
+#include <string.h>
 
 #include "pockmcu_nn.h"
 #include "pockmcu_nn_support.h"
@@ -334,6 +338,100 @@ pockmcu_fully_connected_per_channel_s8_loops(const cmsis_nn_context *ctx,
             acc = pockmcu_requantize_as(acc, quant_params->multiplier[o], quant_params->shift[o], ort_rounding) +
                   output_offset;
             out[o] = (int8_t)pockmcu_clamp_i32(acc, act_min, act_max);
+        }
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+
+
+/* The input gradient of a 2D convolution (pockmcu_conv_grad_input_f32 describes it); the first head_c
+ * input channels of every filter tap are read from filter_head (rows of head_c) when head_c > 0. The
+ * unsplit kernel passes NULL, 0 as constants, and the head code folds away. */
+POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_conv_grad_input_f32_loops(const cmsis_nn_conv_params *conv_params,
+                                                                        const cmsis_nn_dims *input_dims,
+                                                                        const cmsis_nn_dims *filter_dims,
+                                                                        const int8_t *filter,
+                                                                        const int8_t *filter_head,
+                                                                        const int32_t head_c,
+                                                                        const float *filter_scale,
+                                                                        const cmsis_nn_dims *output_dims,
+                                                                        const float *grad_output,
+                                                                        float *grad_input)
+{
+    const int32_t batches = input_dims->n;
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t in_c = input_dims->c;
+    const int32_t out_c = filter_dims->n;
+    const int32_t k_h = filter_dims->h;
+    const int32_t k_w = filter_dims->w;
+    const int32_t out_h = output_dims->h;
+    const int32_t out_w = output_dims->w;
+    const int32_t stride_h = conv_params->stride.h;
+    const int32_t stride_w = conv_params->stride.w;
+    const int32_t dil_h = conv_params->dilation.h;
+    const int32_t dil_w = conv_params->dilation.w;
+    const int32_t pad_h = conv_params->padding.h;
+    const int32_t pad_w = conv_params->padding.w;
+    int32_t b, oy, ox, ky, kx, o, c;
+
+    if (filter_dims->c != in_c || output_dims->c != out_c || stride_h < 1 || stride_w < 1 || dil_h < 1 ||
+        dil_w < 1 || batches < 0 || in_h < 0 || in_w < 0 || in_c < 0)
+    {
+        return ARM_CMSIS_NN_ARG_ERROR;
+    }
+
+    memset(grad_input, 0, (size_t)batches * (size_t)in_h * (size_t)in_w * (size_t)in_c * sizeof(float));
+
+    for (b = 0; b < batches; b++)
+    {
+        for (oy = 0; oy < out_h; oy++)
+        {
+            for (ox = 0; ox < out_w; ox++)
+            {
+                const float *go = grad_output + ((b * out_h + oy) * out_w + ox) * out_c;
+                for (ky = 0; ky < k_h; ky++)
+                {
+                    const int32_t iy = oy * stride_h - pad_h + ky * dil_h;
+                    if (iy < 0 || iy >= in_h)
+                    {
+                        continue;
+                    }
+                    for (kx = 0; kx < k_w; kx++)
+                    {
+                        const int32_t ix = ox * stride_w - pad_w + kx * dil_w;
+                        float *gi;
+                        if (ix < 0 || ix >= in_w)
+                        {
+                            continue;
+                        }
+                        gi = grad_input + ((b * in_h + iy) * in_w + ix) * in_c;
+                        for (o = 0; o < out_c; o++)
+                        {
+                            const int32_t row = (o * k_h + ky) * k_w + kx;
+                            const int8_t *w = filter + row * in_c;
+                            float s;
+                            if (go[o] == 0.0f)
+                            {
+                                continue;
+                            }
+                            s = go[o] * filter_scale[o];
+                            if (head_c > 0)
+                            {
+                                const int8_t *wh = filter_head + row * head_c;
+                                for (c = 0; c < head_c; c++)
+                                {
+                                    gi[c] += s * (float)wh[c];
+                                }
+                            }
+                            for (c = head_c; c < in_c; c++)
+                            {
+                                gi[c] += s * (float)w[c];
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
     return ARM_CMSIS_NN_SUCCESS;

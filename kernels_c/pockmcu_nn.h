@@ -456,19 +456,27 @@ void pockmcu_update_s32(int32_t *q,
 
 /* grad_input (fully written) [n,h,w,c] = sum over (oh,ow,i,j,o), h = oh*stride_h
  * - pad_h + i*dil_h (same for w) in bounds, of grad_output[n,oh,ow,o] *
- * filter_scale[o] * filter[o,i,j,c]. No groups (input c == filter c).
- * filter_head / head_c: split storage as in pockmcu_convolve_split_s8 (channels
- * c < head_c of every tap read from filter_head, rows of head_c); NULL, 0 = unsplit. */
+ * filter_scale[o] * filter[o,i,j,c]. No groups (input c == filter c). */
 arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *conv_params,
                                                 const cmsis_nn_dims *input_dims,
                                                 const cmsis_nn_dims *filter_dims,
                                                 const int8_t *filter,
-                                                const int8_t *filter_head,
-                                                int32_t head_c,
                                                 const float *filter_scale,
                                                 const cmsis_nn_dims *output_dims,
                                                 const float *grad_output,
                                                 float *grad_input);
+/* The same, bit for bit, with split storage as in pockmcu_convolve_split_s8: channels c < head_c of
+ * every tap read from filter_head (rows of head_c), the rest from filter; 0 < head_c <= c. */
+arm_cmsis_nn_status pockmcu_conv_grad_input_split_f32(const cmsis_nn_conv_params *conv_params,
+                                                      const cmsis_nn_dims *input_dims,
+                                                      const cmsis_nn_dims *filter_dims,
+                                                      const int8_t *filter,
+                                                      const int8_t *filter_head,
+                                                      int32_t head_c,
+                                                      const float *filter_scale,
+                                                      const cmsis_nn_dims *output_dims,
+                                                      const float *grad_output,
+                                                      float *grad_input);
 
 /* Depthwise: filter 1HWC, oc = ic*ch_mult + m, filter_scale per oc. */
 arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_f32(const cmsis_nn_dw_conv_params *dw_conv_params,

@@ -37,7 +37,7 @@ FP_FLAGS = ["-ffp-contract=off"]
 
 TRAIN_FUNCS = [
     "pockmcu_xorshift32", "pockmcu_stochastic_round", "pockmcu_update_s8", "pockmcu_update_s32",
-    "pockmcu_conv_grad_input_f32", "pockmcu_depthwise_conv_grad_input_f32",
+    "pockmcu_conv_grad_input_f32", "pockmcu_conv_grad_input_split_f32", "pockmcu_depthwise_conv_grad_input_f32",
     "pockmcu_depthwise_conv_grad_input_rows_f32",
     "pockmcu_fully_connected_grad_input_f32",
     "pockmcu_conv_wgrad_update_s8", "pockmcu_conv_wgrad_update_s8_get_buffer_size",
@@ -86,6 +86,8 @@ void pockmcu_update_s32(int32_t *, const float *, int32_t, const float *, float 
                         const pockmcu_optimizer *, uint32_t *);
 typedef struct { int32_t *multiplier; int32_t *shift; } cmsis_nn_per_channel_quant_params;
 arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *, const cmsis_nn_dims *,
+    const cmsis_nn_dims *, const int8_t *, const float *, const cmsis_nn_dims *, const float *, float *);
+arm_cmsis_nn_status pockmcu_conv_grad_input_split_f32(const cmsis_nn_conv_params *, const cmsis_nn_dims *,
     const cmsis_nn_dims *, const int8_t *, const int8_t *, int32_t, const float *, const cmsis_nn_dims *,
     const float *, float *);
 arm_cmsis_nn_status pockmcu_convolve_split_s8(const cmsis_nn_context *, const cmsis_nn_conv_params *,
@@ -286,15 +288,20 @@ class TK:
 
     # -- layers ----------------------------------------------------------------
     def conv_grad_input(self, g: Geom, n, cin, w, fs, go, head=None, head_c=0, status=False):
-        """head: split storage, [O, KH, KW, head_c] int8 (channels < head_c of every tap), else None."""
+        """head: split storage, [O, KH, KW, head_c] int8 (channels < head_c of every tap): the split
+        kernel (also whenever head_c is given); else the plain one."""
         co, kh, kw, _ = w.shape
         gi = np.full((n, *g.in_hw, cin), np.nan, dtype=np.float32)
-        st = self.lib.pockmcu_conv_grad_input_f32(
-            self.conv_params(g), self.dims(n, *g.in_hw, cin), self.dims(co, kh, kw, w.shape[3]),
-            self.p("int8_t", np.ascontiguousarray(w, dtype=np.int8)),
-            self.p("int8_t", None if head is None else np.ascontiguousarray(head, dtype=np.int8)), int(head_c),
-            self.p("float", np.ascontiguousarray(fs, dtype=np.float32)), self.dims(n, *g.out, co),
-            self.p("float", np.ascontiguousarray(go, dtype=np.float32)), self.p("float", gi))
+        args = (self.conv_params(g), self.dims(n, *g.in_hw, cin), self.dims(co, kh, kw, w.shape[3]),
+                self.p("int8_t", np.ascontiguousarray(w, dtype=np.int8)))
+        rest = (self.p("float", np.ascontiguousarray(fs, dtype=np.float32)), self.dims(n, *g.out, co),
+                self.p("float", np.ascontiguousarray(go, dtype=np.float32)), self.p("float", gi))
+        if head is None and head_c == 0:
+            st = self.lib.pockmcu_conv_grad_input_f32(*args, *rest)
+        else:
+            st = self.lib.pockmcu_conv_grad_input_split_f32(
+                *args, self.p("int8_t", None if head is None else np.ascontiguousarray(head, dtype=np.int8)),
+                int(head_c), *rest)
         if status:
             return st, gi
         assert st == 0, st
@@ -796,6 +803,8 @@ def check_conv_split(k: TK, rng, n_iter):
         assert st == -1, (head_c, st)
         st, _ = k.conv_grad_input(g, n, cin, w, fs, go, head, head_c, status=True)
         assert st == -1, (head_c, st)
+    st, _ = k.conv_grad_input(g, n, cin, w, fs, go, np.zeros((co, *g.k, 1), np.int8), 0, status=True)
+    assert st == -1, "the split input gradient needs a head"
     if cin > 1:  # grouped filters are not splittable
         st, _ = k.conv_forward(g, x, w[..., :1], None, *ones, 0, 0, (-128, 127), 0, w[..., :1], 1, split=True)
         assert st == -1, st
@@ -1437,7 +1446,7 @@ int32_t pockmcu_workload(uint8_t *out, int32_t size)
     dp.dilation.h = 1; dp.dilation.w = 1;
     ctx.buf = buf; ctx.size = (int32_t)sizeof(buf);
 
-    pockmcu_conv_grad_input_f32(&cp, &in_d, &f_d, wconv, NULL, 0, fs, &o_d, go, gi);
+    pockmcu_conv_grad_input_f32(&cp, &in_d, &f_d, wconv, fs, &o_d, go, gi);
     emit(gi, (int32_t)sizeof(gi));
     pockmcu_depthwise_conv_grad_input_f32(&dp, &in_d, &fdw_d, wdw, fs, &odw_d, godw, gi);
     emit(gi, (int32_t)sizeof(gi));

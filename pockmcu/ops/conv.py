@@ -379,9 +379,14 @@ class Conv2DGradInput(_GradOp):
 
     c_decls = "static const float {{n}}_filter_scale[{{y.shape[-1]}}] = {{ '{' }}{{scales}}{{ '}' }};\n"
     c_call = """\
+{% if head_c %}
+status = pockmcu_conv_grad_input_split_f32(&{{layer}}_params, &{{layer}}_input_dims, &{{layer}}_filter_dims,
+                                           {{weights}}, {{head}}, {{head_c}}, {{n}}_filter_scale,
+                                           &{{layer}}_output_dims, {{ptr(dz)}}, {{ptr(dx)}});
+{% else %}
 status = pockmcu_conv_grad_input_f32(&{{layer}}_params, &{{layer}}_input_dims, &{{layer}}_filter_dims, {{weights}},
-                                     {{head}}, {{head_c}}, {{n}}_filter_scale, &{{layer}}_output_dims, {{ptr(dz)}},
-                                     {{ptr(dx)}});"""
+                                     {{n}}_filter_scale, &{{layer}}_output_dims, {{ptr(dz)}}, {{ptr(dx)}});
+{% endif %}"""
 
 
 @register
