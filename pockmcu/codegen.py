@@ -69,6 +69,7 @@ class CodeGen:
         #: split-stored tensors (TrainGraph.head_channels): tensor -> trained input channels k
         self.heads = {t: k for t in self.trainable if (k := c.train.head_channels(t))}
         self.tensor_names = self._name_tensors()
+        self._rendered: dict[tuple, list[dict]] = {}
 
     # -- naming ---------------------------------------------------------------------------
     def _name_tensors(self) -> dict[str, str]:
@@ -154,8 +155,16 @@ class CodeGen:
 
     # -- rendering ----------------------------------------------------------------------------
     def layers(self, ops=None) -> list[dict]:
-        out = []
+        """Each op rendered (declarations, call, kernel called), once per schedule: model.c and
+        plan.json read the same rendering."""
         ops = self.g.ops if ops is None else ops
+        key = tuple(id(op) for op in ops)
+        if key not in self._rendered:
+            self._rendered[key] = self._render(ops)
+        return self._rendered[key]
+
+    def _render(self, ops) -> list[dict]:
+        out = []
         # declarations in schedule order, except that the tile copies of a streamed layer follow its
         # tile 0 (which declares the arrays they share), wherever the planner put them
         group: dict[str, int] = {}

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import fixedpoint as fp
 from ..ir import Graph, Op
-from .base import OpDef, register
+from .base import OpDef, opdef, register
 
 
 @register
@@ -118,24 +118,16 @@ class Conv1x1GradFromMean(OpDef):
     io_dtypes = ("float32", "uint8")
 
     def reference(self, g: Graph, op: Op, xs):
-        from .conv import weight_scales  # noqa: PLC0415
-        from .training_ops import sgd_update  # noqa: PLC0415
-
-        f = op.attrs["layer"]
+        """The unfused ops' references in their order: broadcast / (H W), mask, bias update, input
+        gradient (this op carries the attrs they read: layer, bias, coef)."""
         gm, mask = xs
-        n, shape = gm.shape[0], g.t(f.outputs[0]).shape
-        dz = np.broadcast_to(gm.reshape(n, 1, 1, shape[-1]).astype(np.float64) / (shape[1] * shape[2]),
-                             (n,) + tuple(shape[1:]))
-        bits = np.unpackbits(mask, axis=1, bitorder="little", count=int(np.prod(shape[1:]))).astype(bool)
-        dz = np.where(bits.reshape(dz.shape), dz, 0.0)
+        shape = g.t(op.attrs["layer"].outputs[0]).shape
+        dy = np.broadcast_to(gm.reshape(gm.shape[0], 1, 1, shape[-1]).astype(np.float64) / (shape[1] * shape[2]),
+                             (gm.shape[0],) + tuple(shape[1:]))
+        (dz,) = opdef("MASK_APPLY").reference(g, op, [dy, mask])
         if op.attrs["bias"] is not None:
-            b = g.t(op.attrs["bias"])
-            grad = dz.reshape(-1, dz.shape[-1]).sum(axis=0)
-            b.data = sgd_update(b.data, grad, op.attrs["coef"], g, b.name, -2**31, 2**31 - 1).astype(np.int32)
-        if not op.outputs:
-            return []
-        w = g.t(f.inputs[1]).data[:, 0, 0, :].astype(np.float64) * weight_scales(g, f).astype(np.float64)[:, None]
-        return [dz @ w]
+            opdef("BIAS_UPDATE").reference(g, op, [dz])
+        return opdef("CONV_2D_GRAD_INPUT").reference(g, op, [dz]) if op.outputs else []
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         from .conv import weight_scales  # noqa: PLC0415
