@@ -240,15 +240,17 @@ pockmcu_depthwise_conv_s8_loops(const cmsis_nn_context *ctx,
     return ARM_CMSIS_NN_SUCCESS;
 }
 
+/* Fully connected, per-tensor (per_channel 0: multiplier[0], shift[0]) or per-channel (1: multiplier[o],
+ * shift[o]) requantization; per_channel and ort_rounding are constants at every call and fold away. */
 POCKMCU_LOOPS_INLINE arm_cmsis_nn_status
-pockmcu_fully_connected_s8_loops(const cmsis_nn_context *ctx,
-                                 const cmsis_nn_fc_params *fc_params,
-                                 const cmsis_nn_per_tensor_quant_params *quant_params,
+pockmcu_fully_connected_s8_loops(const cmsis_nn_fc_params *fc_params,
+                                 const int32_t *multiplier,
+                                 const int32_t *shift,
+                                 const int32_t per_channel,
                                  const cmsis_nn_dims *input_dims,
                                  const int8_t *input_data,
                                  const cmsis_nn_dims *filter_dims,
                                  const int8_t *filter_data,
-                                 const cmsis_nn_dims *bias_dims,
                                  const int32_t *bias_data,
                                  const cmsis_nn_dims *output_dims,
                                  int8_t *output_data,
@@ -262,12 +264,9 @@ pockmcu_fully_connected_s8_loops(const cmsis_nn_context *ctx,
     const int32_t output_offset = fc_params->output_offset;
     const int32_t act_min = fc_params->activation.min;
     const int32_t act_max = fc_params->activation.max;
-    const int32_t mult = quant_params->multiplier;
-    const int32_t shift = quant_params->shift;
+    const int32_t mult0 = multiplier[0];
+    const int32_t shift0 = shift[0];
     int32_t b, o, d;
-
-    (void)ctx;
-    (void)bias_dims;
 
     for (b = 0; b < batches; b++)
     {
@@ -285,64 +284,14 @@ pockmcu_fully_connected_s8_loops(const cmsis_nn_context *ctx,
             {
                 acc += bias_data[o];
             }
-            acc = pockmcu_requantize_as(acc, mult, shift, ort_rounding) + output_offset;
-            out[o] = (int8_t)pockmcu_clamp_i32(acc, act_min, act_max);
-        }
-    }
-    return ARM_CMSIS_NN_SUCCESS;
-}
-
-POCKMCU_LOOPS_INLINE arm_cmsis_nn_status
-pockmcu_fully_connected_per_channel_s8_loops(const cmsis_nn_context *ctx,
-                                             const cmsis_nn_fc_params *fc_params,
-                                             const cmsis_nn_per_channel_quant_params *quant_params,
-                                             const cmsis_nn_dims *input_dims,
-                                             const int8_t *input_data,
-                                             const cmsis_nn_dims *filter_dims,
-                                             const int8_t *filter_data,
-                                             const cmsis_nn_dims *bias_dims,
-                                             const int32_t *bias_data,
-                                             const cmsis_nn_dims *output_dims,
-                                             int8_t *output_data,
-                                             const int32_t ort_rounding)
-{
-    const int32_t batches = input_dims->n;
-    const int32_t accum_depth = filter_dims->n;
-    const int32_t out_depth = output_dims->c;
-    const int32_t input_offset = fc_params->input_offset;
-    const int32_t filter_offset = fc_params->filter_offset;
-    const int32_t output_offset = fc_params->output_offset;
-    const int32_t act_min = fc_params->activation.min;
-    const int32_t act_max = fc_params->activation.max;
-    int32_t b, o, d;
-
-    (void)ctx;
-    (void)bias_dims;
-
-    for (b = 0; b < batches; b++)
-    {
-        const int8_t *in = input_data + b * accum_depth;
-        int8_t *out = output_data + b * out_depth;
-        for (o = 0; o < out_depth; o++)
-        {
-            const int8_t *w = filter_data + o * accum_depth;
-            int32_t acc = 0;
-            for (d = 0; d < accum_depth; d++)
-            {
-                acc += ((int32_t)w[d] + filter_offset) * ((int32_t)in[d] + input_offset);
-            }
-            if (bias_data != NULL)
-            {
-                acc += bias_data[o];
-            }
-            acc = pockmcu_requantize_as(acc, quant_params->multiplier[o], quant_params->shift[o], ort_rounding) +
+            acc = pockmcu_requantize_as(acc, per_channel ? multiplier[o] : mult0, per_channel ? shift[o] : shift0,
+                                        ort_rounding) +
                   output_offset;
             out[o] = (int8_t)pockmcu_clamp_i32(acc, act_min, act_max);
         }
     }
     return ARM_CMSIS_NN_SUCCESS;
 }
-
 
 /* The input gradient of a 2D convolution (pockmcu_conv_grad_input_f32 describes it); the first head_c
  * input channels of every filter tap are read from filter_head (rows of head_c) when head_c > 0. The
