@@ -7,14 +7,19 @@ single file is written; ``write_project`` then writes OUT atomically.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import PockError
 from .frontend import load_model
 from .ir import Graph
+from .lifetimes import lifetimes, live_bytes
 from .ops import REGISTRY, opdef
 from .plan import Plan, plan_memory
+from .stream import MODES as STREAM_MODES
+from .stream import all_candidates, choose_stream
+from .training.builder import TrainGraph, build_training, check_trainable
+from .training.spec import read_spec, resolve_spec
 
 #: RAM the runtime needs besides arena and stack (harness statics, I/O handles)
 RUNTIME_RAM_BYTES = 512
@@ -67,9 +72,12 @@ def supported_ops() -> list[str]:
 
 @dataclass
 class TrainOptions:
-    spec: str | None = None        # JSON text or path; None = the documented default
+    spec: str | None = None        # JSON text or path (None: the update search chooses, search.py)
     loss: str = "xent"
     reorder: bool = True
+    #: the fusion pass that forms a spatial mean's broadcast gradient inside the backward of the 1x1
+    #: conv before it (training/fusions.py)
+    fuse_mean_backward: bool = True
 
 
 @dataclass
@@ -80,8 +88,8 @@ class Compiled:
     flash_budget: int | None
     stack_bytes: int
     target: str
-    train: object = None           # training.builder.TrainGraph when --train
-    stream: object = None          # stream.Stream when early layers run tile by tile
+    train: TrainGraph | None = None     # when --train
+    stream: object = None               # stream.Stream when early layers run tile by tile
 
     @property
     def persistent_ram_bytes(self) -> int:
@@ -119,95 +127,94 @@ def load_and_check(path, numerics: str | None = None) -> Graph:
     return g
 
 
-def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT_STACK_BYTES,
+def compile_graph(g: Graph, ram: int, flash: int | None = None, stack: int = DEFAULT_STACK_BYTES,
                   target: str = "qemu-m4", train: TrainOptions | None = None, stream: str = "auto",
-                  numerics: str | None = None) -> Compiled:
-    """frontend -> graph -> (training graph) -> streaming -> plan; raises PockError on any problem."""
-    from .stream import MODES  # noqa: PLC0415
+                  stream_candidates: list | None = None) -> Compiled:
+    """A loaded graph (``load_and_check``) -> streaming -> (training graph) -> plan.
 
-    if stream not in MODES:
-        raise PockError(f"--stream {stream!r}: use one of {', '.join(MODES)}")
-    if train is not None and train.spec is None:
-        return _compile_default_training(path, ram, flash, stack, target, train, stream, numerics)
-    g = load_and_check(path, numerics)
-    tg = None
+    Every pass returns new data: ``g`` is left as it is, so a caller (the update search) compiles
+    any number of variants of one loaded graph. ``stream_candidates`` (``stream.all_candidates(g)``)
+    may be given to reuse that analysis across compiles of the same graph. ``--stream auto``
+    streams where it is cheap and, when --ram needs more, as far as it takes (``max``). Raises
+    PockError on any problem.
+    """
+    if stream not in STREAM_MODES:
+        raise PockError(f"--stream {stream!r}: use one of {', '.join(STREAM_MODES)}")
+    spec = None
     if train is not None:
-        from .training.builder import build_training, check_trainable  # noqa: PLC0415
-        from .training.spec import read_spec, resolve_spec  # noqa: PLC0415
-
+        if train.spec is None:
+            raise PockError("internal: compile_graph needs an update spec (the search chooses one: search.py)")
         check_trainable(g, train.loss)
         spec = resolve_spec(read_spec(train.spec), g)
-        g, streamed = _stream(g, stream, spec, train)
-        tg = build_training(g, spec, train.loss, reorder=train.reorder)
-    else:
-        g, streamed = _stream(g, stream)
-    plan = plan_memory(g, tg.schedule if tg else None)
-    c = Compiled(graph=g, plan=plan, ram_budget=ram, flash_budget=flash, stack_bytes=stack, target=target, train=tg,
-                 stream=streamed)
-    if c.ram_needed > ram and stream == "auto":
-        # auto streams where it is cheap; when --ram needs more, it streams as far as it takes
-        return compile_model(path, ram, flash, stack, target, train, "max", numerics)
+    cands = all_candidates(g) if stream != "off" and stream_candidates is None else stream_candidates
+    modes = ("auto", "max") if stream == "auto" else (stream,)
+    for mode in modes:
+        c = _compile_once(g, ram, flash, stack, target, train, spec, mode, cands)
+        if c.ram_needed <= ram:
+            break
     if c.ram_needed > ram:
+        tg = c.train
         persistent = f" + trainable parameters and optimizer state {c.persistent_ram_bytes}" if tg else ""
         raise PockError(
-            f"{Path(path).name} needs {c.ram_needed} bytes of RAM (arena {plan.arena_bytes}{persistent} + stack "
-            f"{stack} + runtime {RUNTIME_RAM_BYTES}) but --ram is {ram}; raise --ram to at least {c.ram_needed} bytes "
-            f"({-(-c.ram_needed // 1024)}KB){' or train fewer parameters (--update)' if tg else ''}")
-    _check_flash(path, c, flash)
+            f"{Path(g.source).name} needs {c.ram_needed} bytes of RAM (arena {c.plan.arena_bytes}{persistent} + "
+            f"stack {stack} + runtime {RUNTIME_RAM_BYTES}) but --ram is {ram}; raise --ram to at least "
+            f"{c.ram_needed} bytes ({-(-c.ram_needed // 1024)}KB){' or train fewer parameters (--update)' if tg else ''}")
+    _check_flash(g.source, c, flash)
     return c
 
 
-def _stream(g: Graph, mode: str, spec=None, train: TrainOptions | None = None):
+def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT_STACK_BYTES,
+                  target: str = "qemu-m4", train: TrainOptions | None = None, stream: str = "auto",
+                  numerics: str | None = None) -> Compiled:
+    """Load ``path`` and compile it (``compile_graph``)."""
+    if stream not in STREAM_MODES:
+        raise PockError(f"--stream {stream!r}: use one of {', '.join(STREAM_MODES)}")
+    return compile_graph(load_and_check(path, numerics), ram, flash, stack, target, train, stream)
+
+
+def _compile_once(g: Graph, ram, flash, stack, target, train: TrainOptions | None, spec, mode: str,
+                  cands) -> Compiled:
+    """One streaming mode: streamed graph -> training graph -> fusions -> plan, as new data."""
+    if train is None:
+        sg, streamed = (g, None) if mode == "off" else choose_stream(g, mode, candidates=cands)
+        plan = plan_memory(sg)
+        sg = replace(sg, ops=list(plan.schedule))
+        return Compiled(graph=sg, plan=plan, ram_budget=ram, flash_budget=flash, stack_bytes=stack,
+                        target=target, stream=streamed)
+    sg, streamed = _stream_for_training(g, mode, spec, train, cands)
+    tg = build_training(sg, spec, train.loss, reorder=train.reorder, fuse_mean=train.fuse_mean_backward)
+    plan = plan_memory(tg.graph, tg.schedule)
+    tg = tg.reordered(plan.schedule)
+    return Compiled(graph=tg.graph, plan=plan, ram_budget=ram, flash_budget=flash, stack_bytes=stack,
+                    target=target, train=tg, stream=streamed)
+
+
+def _stream_for_training(g: Graph, mode: str, spec, train: TrainOptions, cands):
     """Run the early layers tile by tile when that lowers the peak (pockmcu/stream.py).
 
-    Training: only layers before the first one that trains can stream, and the rest of the
-    training schedule (its saved activations, gradients) is a floor streaming cannot lower; it is
-    measured on a throwaway copy of the graph with the training ops built."""
-    from .stream import choose_stream  # noqa: PLC0415
-
+    Only layers before the first one that trains can stream, and the rest of the training
+    schedule (its saved activations, gradients) is a floor streaming cannot lower: it is measured
+    on the training graph built from the unstreamed graph (a new graph; ``g`` is unchanged)."""
     if mode == "off":
         return g, None
-    if spec is None:
-        return choose_stream(g, mode)
-    from .stream import candidates  # noqa: PLC0415
-
-    import copy  # noqa: PLC0415
-
-    from .plan import lifetimes, live_bytes  # noqa: PLC0415
-    from .training.builder import build_training  # noqa: PLC0415
-
     trained = [k for k, op in enumerate(g.ops) if any(u.op is op and (u.bias or u.channels) for u in spec.layers)]
     limit = min(trained, default=len(g.ops))
-    if not any(c[0].end <= limit for c in candidates(g)):
+    if not any(c[0].end <= limit for c in cands):
         return g, None
-    probe = copy.deepcopy((g, spec))
-    tg = build_training(probe[0], probe[1], train.loss, reorder=train.reorder)
-    live = live_bytes(lifetimes(probe[0], tg.schedule)[0], len(tg.schedule)) + [0]
+    tg = build_training(g, spec, train.loss, reorder=train.reorder, fuse_mean=train.fuse_mean_backward)
+    live = live_bytes(lifetimes(tg.graph, tg.schedule).buffers, len(tg.schedule)) + [0]
     for s in range(len(tg.schedule) - 1, -1, -1):     # live[s] = peak from step s on
         live[s] = max(live[s], live[s + 1])
     at = {id(op): k for k, op in enumerate(tg.schedule)}
-    fwd = probe[0].ops
+    fwd = g.ops
 
     def floor(end: int) -> int:
         return live[at[id(fwd[end - 1])] + 1] if end > 0 else live[0]
 
-    return choose_stream(g, mode, limit=limit, floor=floor)
+    return choose_stream(g, mode, limit=limit, floor=floor, candidates=cands)
 
 
-def _compile_default_training(path, ram, flash, stack, target, train: TrainOptions, stream: str = "auto",
-                              numerics=None) -> Compiled:
-    """No --update: the sparse update with the most expected gain whose RAM fits --ram (pockmcu/search.py:
-    a documented prior, greedy by gain per byte with every candidate compiled exactly). When even the
-    smallest update does not fit, the error names the minimum and says to raise --ram."""
-    from .search import search_update  # noqa: PLC0415
-
-    choice = search_update(path, ram, loss=train.loss, reorder=train.reorder, stack=stack, target=target,
-                           stream=stream)
-    opts = TrainOptions(spec=choice.spec_json, loss=train.loss, reorder=train.reorder)
-    return compile_model(path, ram, flash, stack, target, opts, stream, numerics)
-
-
-def _check_flash(path, c: Compiled, flash: int | None) -> None:
+def _check_flash(source, c: Compiled, flash: int | None) -> None:
     if flash is not None and c.weights_bytes > flash:
-        raise PockError(f"{Path(path).name} has {c.weights_bytes} bytes of weights but --flash is {flash}; "
+        raise PockError(f"{Path(source).name} has {c.weights_bytes} bytes of weights but --flash is {flash}; "
                         f"raise --flash above {c.weights_bytes} plus code size")

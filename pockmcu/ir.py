@@ -87,8 +87,6 @@ class Graph:
     #: whose integer arithmetic the ops reproduce: "tflm" (TFLite Micro's fixed point) or
     #: "onnxruntime" (MLAS's float32 requantization, emulated exactly with integers)
     numerics: str = "tflm"
-    #: run-time state of the numpy reference when it trains (optimizer, RNG streams, label)
-    state: dict = field(default_factory=dict)
 
     def t(self, name: str) -> Tensor:
         return self.tensors[name]

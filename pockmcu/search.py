@@ -46,7 +46,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .compiler import DEFAULT_STACK_BYTES, TrainOptions, compile_graph, compile_model, load_and_check
 from .errors import PockError
+from .ir import Graph
+from .stream import all_candidates
+from .training.builder import check_trainable
+from .training.spec import DEFAULT_OPTIMIZER
 
 RATIOS = (0.125, 0.25, 0.5, 1.0)
 TRIES = 8                # exact compiles per greedy round
@@ -152,22 +157,22 @@ def prior_gains(info: list[dict]) -> dict:
 class Coster:
     """Exact RAM of a scheme by compiling it; cached by spec."""
 
-    def __init__(self, path, loss: str = "xent", reorder: bool = True, stack: int | None = None,
+    def __init__(self, g: Graph, loss: str = "xent", reorder: bool = True, stack: int | None = None,
                  target: str = "qemu-m4", optimizer: dict | None = None, stream: str = "auto"):
-        from .compiler import DEFAULT_STACK_BYTES  # noqa: PLC0415
-        from .training.spec import DEFAULT_OPTIMIZER  # noqa: PLC0415
-
-        self.path, self.loss, self.reorder, self.target, self.stream = path, loss, reorder, target, stream
+        self.g, self.loss, self.reorder, self.target, self.stream = g, loss, reorder, target, stream
         self.stack = DEFAULT_STACK_BYTES if stack is None else stack
         self.optimizer = dict(optimizer or DEFAULT_OPTIMIZER)
         self.cache: dict[str, Cost] = {}
         self.compiles = 0
+        self._candidates = None          # stream.all_candidates(g), computed on first use
 
     def compiled(self, scheme: Scheme, ram: int = BIG_RAM, stream: str | None = None):
-        from .compiler import TrainOptions, compile_model  # noqa: PLC0415
-
         opts = TrainOptions(spec=json.dumps(scheme.spec(self.optimizer)), loss=self.loss, reorder=self.reorder)
-        return compile_model(self.path, ram, None, self.stack, self.target, opts, stream or self.stream)
+        stream = stream or self.stream
+        if stream != "off" and self._candidates is None:
+            self._candidates = all_candidates(self.g)
+        return compile_graph(self.g, ram, None, self.stack, self.target, opts, stream,
+                             stream_candidates=self._candidates)
 
     def __call__(self, scheme: Scheme, budget: int | None = None) -> Cost:
         """The scheme's cost; with ``budget``, as compile_model would build it for that --ram: under
@@ -242,7 +247,7 @@ def measured_gains(path, info: list[dict], data, seed: int = 0, loss: str = "xen
     perm = np.random.default_rng(seed).permutation(n)
     cut = n - max(n // 4, 2)
     train, held = (Data(data.x[perm[:cut]], data.y[perm[:cut]]), Data(data.x[perm[cut:]], data.y[perm[cut:]]))
-    coster = Coster(path, loss=loss, optimizer=optimizer)
+    coster = Coster(load_and_check(path), loss=loss, optimizer=optimizer)
     L = len(info)
     options = [("bias", k) for k in range(1, L + 1) if any(d["has_bias"] for d in info[L - k:])]
     options += [("w", i, r) for i in range(L) for r in RATIOS]
@@ -282,7 +287,6 @@ def _prepare(job) -> None:
     """Generate one candidate's project and build its host library (reusing the kernels' objects)."""
     from .build import build_host_lib  # noqa: PLC0415
     from .codegen import write_project  # noqa: PLC0415
-    from .compiler import TrainOptions, compile_model  # noqa: PLC0415
 
     path, spec, loss, out, warm = job
     write_project(compile_model(path, BIG_RAM, train=TrainOptions(spec=spec, loss=loss)), out)
@@ -300,7 +304,6 @@ def _option_text(opt, n: int) -> str:
 
 def load_calib(path, model_path, loss: str = "xent"):
     """DATA.npz -> train.Data, checked against the model's input like `sim --train`."""
-    from .compiler import load_and_check  # noqa: PLC0415
     from .train import load_data  # noqa: PLC0415
 
     if loss != "xent":
@@ -332,9 +335,6 @@ class Searcher:
 
     def __init__(self, path, loss: str = "xent", reorder: bool = True, stack: int | None = None,
                  target: str = "qemu-m4", calib=None, seed: int = 0, log=None, stream: str = "auto"):
-        from .compiler import compile_model, load_and_check  # noqa: PLC0415
-        from .training.builder import check_trainable  # noqa: PLC0415
-
         self.path = path
         g = load_and_check(path)
         check_trainable(g, loss)
@@ -342,14 +342,14 @@ class Searcher:
         if not self.info:
             raise PockError(f"{g.source}: no CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED layer to train")
         self.L = len(self.info)
-        self.coster = Coster(path, loss=loss, reorder=reorder, stack=stack, target=target, stream=stream)
+        self.coster = Coster(g, loss=loss, reorder=reorder, stack=stack, target=target, stream=stream)
         if calib is not None:
             self.gains = measured_gains(path, self.info, calib, seed=seed, loss=loss, log=log)
             self.source = "measured"
         else:
             self.gains = prior_gains(self.info)
             self.source = "prior"
-        self.inference_ram = compile_model(path, BIG_RAM, None, self.coster.stack, target, None, stream).ram_needed
+        self.inference_ram = compile_graph(g, BIG_RAM, None, self.coster.stack, target, None, stream).ram_needed
         empty = Scheme(0, (0,) * self.L)
         self.singles = {}              # option -> Cost of the option alone
         for opt in self._all_options():

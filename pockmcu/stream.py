@@ -28,12 +28,11 @@ streams.
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .ir import Graph, Op, Tensor
 from .ops import opdef
-from .plan import lifetimes, live_bytes
+from .lifetimes import lifetimes, live_bytes
 
 #: tile grids tried (rows x columns of the sink); bands (n x 1) stream whole rows
 GRIDS = ((2, 2), (3, 3), (4, 4), (6, 6), (8, 8), (2, 1), (4, 1), (8, 1), (16, 1))
@@ -234,13 +233,12 @@ def apply_stream(g: Graph, st: _Stage, grid: tuple[int, int]) -> tuple[Graph, li
     internal = {t for op in layers for t in op.outputs} - {st.sink}
     for t in internal:
         tensors.pop(t, None)
-    ng = copy.copy(g)       # keeps every field and what a frontend attached (ONNX value names)
-    ng.tensors, ng.ops = tensors, g.ops[:st.start] + new_ops + g.ops[st.end:]
+    ng = replace(g, tensors=tensors, ops=g.ops[:st.start] + new_ops + g.ops[st.end:])
     return ng, tiles      # the copies keep the layers' prepared constants (they depend on no shape)
 
 
 def _live(g: Graph, ops: list[Op]) -> list[int]:
-    return live_bytes(lifetimes(g, ops, share=True)[0], len(ops))
+    return live_bytes(lifetimes(g, ops, share=True).buffers, len(ops))
 
 
 def macs(g: Graph) -> int:
@@ -256,20 +254,10 @@ AUTO_MAX_EXTRA_MACS = 0.50
 AUTO_MAX_EXTRA_OPS = 100
 MODES = ("auto", "max", "off")
 
-_CANDIDATES: dict[tuple, list] = {}
-
-
-def candidates(g: Graph, grids=GRIDS) -> list[tuple[_Stage, tuple[int, int], int, int, int]]:
+def all_candidates(g: Graph, grids=GRIDS) -> list[tuple[_Stage, tuple[int, int], int, int, int]]:
     """Every (stage, grid) with the peak of live bytes of its inference schedule, its MACs and its
-    number of ops.
-
-    Cached per model file (the search compiles one model many times)."""
-    from pathlib import Path  # noqa: PLC0415
-
-    src = Path(g.source)
-    key = (str(src.resolve()), src.stat().st_mtime_ns, len(g.ops), grids) if src.is_file() else None
-    if key is not None and key in _CANDIDATES:
-        return _CANDIDATES[key]
+    number of ops. The compiler computes it once per loaded graph and passes it to
+    ``choose_stream`` (the update search compiles one graph many times)."""
     out = []
     for st in stages(g):
         sink = g.t(st.sink)
@@ -278,12 +266,10 @@ def candidates(g: Graph, grids=GRIDS) -> list[tuple[_Stage, tuple[int, int], int
                 continue
             ng, _ = apply_stream(g, st, grid)
             out.append((st, grid, max(_live(ng, ng.ops)), macs(ng), len(ng.ops)))
-    if key is not None:
-        _CANDIDATES[key] = out
     return out
 
 
-def choose_stream(g: Graph, mode: str = "auto", limit: int | None = None, floor=None
+def choose_stream(g: Graph, mode: str = "auto", limit: int | None = None, floor=None, candidates=None
                   ) -> tuple[Graph, Stream | None]:
     """The graph with the chosen stage and grid run tile by tile (or ``g`` and None).
 
@@ -292,7 +278,8 @@ def choose_stream(g: Graph, mode: str = "auto", limit: int | None = None, floor=
     MACs, and only when it lowers the peak by ``AUTO_MIN_GAIN`` or more; ``off`` never streams.
     ``limit``: stages end at or before op ``limit`` (training: before the first op that trains).
     ``floor(end)``: bytes live elsewhere that streaming cannot lower (training: the peak of the
-    training schedule after a stage ending at op ``end``); default 0.
+    training schedule after a stage ending at op ``end``); default 0. ``candidates``: the result
+    of ``all_candidates(g)`` when the caller has it.
     """
     if mode == "off":
         return g, None
@@ -300,7 +287,7 @@ def choose_stream(g: Graph, mode: str = "auto", limit: int | None = None, floor=
     base_macs = macs(g)
     base = max(max(_live(g, g.ops)), floor(len(g.ops)) if floor else 0)
     found = []
-    for st, grid, peak, m, n_ops in candidates(g):
+    for st, grid, peak, m, n_ops in (all_candidates(g) if candidates is None else candidates):
         if st.end > limit:
             continue
         peak = max(peak, floor(st.end) if floor else 0)

@@ -186,7 +186,8 @@ def _plain_greedy(model: Path, opts) -> int:
     """Greedy-by-size on the schedule as built (no reordering, no in-place sharing): the planner
     of TFLite Micro on pockmcu's schedule, the baseline of the 'saved' column."""
     from .compiler import load_and_check  # noqa: PLC0415
-    from .plan import lifetimes, place  # noqa: PLC0415
+    from .lifetimes import lifetimes  # noqa: PLC0415
+    from .placement import place  # noqa: PLC0415
 
     g = load_and_check(model)
     ops = g.ops
@@ -194,8 +195,9 @@ def _plain_greedy(model: Path, opts) -> int:
         from .training.builder import build_training  # noqa: PLC0415
         from .training.spec import read_spec, resolve_spec  # noqa: PLC0415
 
-        ops = build_training(g, resolve_spec(read_spec(opts.spec), g), opts.loss, reorder=opts.reorder).schedule
-    buffers, _, _ = lifetimes(g, ops, share=False)
+        tg = build_training(g, resolve_spec(read_spec(opts.spec), g), opts.loss, reorder=opts.reorder)
+        g, ops = tg.graph, tg.schedule
+    buffers = lifetimes(g, ops, share=False).buffers
     return place(buffers, sorted(range(len(buffers)), key=lambda i: (-buffers[i].size, buffers[i].first)))[1]
 
 

@@ -12,11 +12,15 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURES, ROOT, all_models, model_id, shared_models
-from pockmcu import plan as P
+from pockmcu import lifetimes as L
+from pockmcu import placement as P
+from pockmcu import schedule as S
 from pockmcu.compiler import TrainOptions, compile_model, load_and_check
 from pockmcu.ir import Graph, Op, Tensor
 from pockmcu.ops import REGISTRY
-from pockmcu.plan import Buffer, check_plan, exact_place, lower_bound, place, plan_memory
+from pockmcu.lifetimes import Buffer, lower_bound
+from pockmcu.placement import exact_place, place
+from pockmcu.plan import check_plan, plan_memory
 
 MOBILENETV2 = ROOT / "tests" / "fixtures" / "mobilenetv2" / "mobilenetv2_w035_128.tflite"
 SPECS = {"sparse": {"bias": {"last": 4}, "weights": [{"layer": -1}]},
@@ -136,7 +140,7 @@ def test_add_writes_over_its_dying_input():
     add = next(op for op in g.ops if op.kind == "ADD")
     out = p.tensor_buffer[add.outputs[0]]
     assert out in {p.tensor_buffer[i] for i in add.inputs[:2]}
-    unshared, _, _ = P.lifetimes(g, g.ops, share=False)
+    unshared = L.lifetimes(g, g.ops, share=False).buffers
     assert p.lower_bound_bytes < lower_bound(unshared, len(g.ops))
     check_plan(p)
 
@@ -171,11 +175,13 @@ def branchy_graph() -> Graph:
 
 def test_reordering_runs_one_branch_at_a_time():
     g = branchy_graph()
-    before = P.schedule_peak(g, g.ops)
+    before = S.schedule_peak(g, g.ops)
     assert before == 256 + 1024 + 1024
+    given = [op.name for op in g.ops]
     p = plan_memory(g)
     assert p.lower_bound_bytes == 256 + 1024 + 16
-    names = [op.name for op in g.ops]
+    assert [op.name for op in g.ops] == given        # the plan returns its order; the graph is unchanged
+    names = [op.name for op in p.schedule]
     assert p.steps == names
     assert names.index("pad_b") > names.index("pool_a") or names.index("pad_a") > names.index("pool_b")
     check_plan(p)
@@ -202,8 +208,10 @@ def test_reordered_training_step_is_the_same_computation(reorder):
     tg0 = _build(model, spec, reorder)
     tg1 = _build(model, spec, reorder)
     before = [op.name for op in tg1.schedule]
-    peak0 = P.schedule_peak(tg1.graph, tg1.schedule)
+    peak0 = S.schedule_peak(tg1.graph, tg1.schedule)
     p = plan_memory(tg1.graph, tg1.schedule)
+    assert [op.name for op in tg1.schedule] == before      # plan_memory changes nothing it is given
+    tg1 = tg1.reordered(p.schedule)
     after = [op.name for op in tg1.schedule]
     assert after != before and p.lower_bound_bytes < peak0
     assert sorted(after) == sorted(before)
@@ -211,7 +219,7 @@ def test_reordered_training_step_is_the_same_computation(reorder):
     loss = next(i for i, op in enumerate(tg1.schedule) if op.kind == "XENT_GRAD")
     assert loss == tg1.n_forward and set(after[:loss]) == set(before[:loss])
     if not reorder:
-        k = sum(1 for op in tg0.schedule if op.kind in P.UPDATE_KINDS)
+        k = sum(1 for op in tg0.schedule if REGISTRY[op.kind].role == "update")
         assert after[-k:] == before[-k:]
     rng = np.random.default_rng(0)
     x = rng.integers(-128, 128, (6,) + tuple(tg0.graph.t(tg0.graph.inputs[0]).shape[1:])).astype(np.int8)

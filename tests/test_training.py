@@ -29,11 +29,11 @@ SPARSE = {  # shaped like the Tiny Training Engine's schemes: biases of the last
 }
 
 
-def make(model, spec, tmp_path, loss="xent", reorder=True, ram="512KB"):
+def make(model, spec, tmp_path, loss="xent", reorder=True, ram="512KB", fuse_mean=True):
     from pockmcu.compiler import parse_size
 
     c = compile_model(model, ram=parse_size(ram), train=TrainOptions(spec=json.dumps(spec), loss=loss,
-                                                                     reorder=reorder))
+                                                                     reorder=reorder, fuse_mean_backward=fuse_mean))
     out = write_project(c, tmp_path / model.stem)
     return c, out
 
@@ -70,7 +70,7 @@ def test_one_step_equals_float_reference(stem, tmp_path):
     loss_ref = ref.step(data.x[0], data.y[0])
     assert abs(loss_c - loss_ref) <= 1e-6 * max(1.0, abs(loss_ref))
     got = unpack(c, host.params())
-    deltas = ref.tg.graph.state["deltas"]
+    deltas = ref.state.deltas
     changed = 0
     for t, new in got.items():
         old = c.graph.t(t).data
@@ -193,18 +193,15 @@ def test_export_matches_device(tmp_path):
 
 
 @pytest.mark.parametrize("reorder", [True, False])
-def test_mean_backward_fused_is_bit_identical(reorder, tmp_path, monkeypatch):
+def test_mean_backward_fused_is_bit_identical(reorder, tmp_path):
     """KWS ends in 1x1 conv -> global average pool -> FC: the conv's backward reads the pool's
     broadcast gradient without writing it out (CONV_1X1_GRAD_FROM_MEAN); its training steps give
     the parameters of the unfused backward byte for byte, in a smaller arena."""
-    import pockmcu.ops.conv as conv_ops
-
     kws = SHARED / "mlperf_kws_dscnn.tflite"
     spec = {"bias": {"last": 4}, "weights": [{"layer": -1}], "optimizer": {"kind": "momentum", "lr": 0.05,
                                                                            "momentum": 0.9}}
     c, out = make(kws, spec, tmp_path / "fused", reorder=reorder)
-    monkeypatch.setattr(conv_ops, "FUSE_MEAN_BACKWARD", False)
-    c0, out0 = make(kws, spec, tmp_path / "unfused", reorder=reorder)
+    c0, out0 = make(kws, spec, tmp_path / "unfused", reorder=reorder, fuse_mean=False)
     kinds, kinds0 = [op.kind for op in c.train.schedule], [op.kind for op in c0.train.schedule]
     assert "CONV_1X1_GRAD_FROM_MEAN" in kinds and "AVERAGE_POOL_2D_GRAD" not in kinds
     assert "CONV_1X1_GRAD_FROM_MEAN" not in kinds0 and "AVERAGE_POOL_2D_GRAD" in kinds0

@@ -46,7 +46,7 @@ class Softmax(OpDef):
             op.attrs["ort_table"] = fp.ort_softmax_table(x.quant.s, x.shape[-1], op.attrs["qlinear"])
             op.attrs["ort_zp_offset"] = int(op.attrs.get("onnx_zp_offset", 0))
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         a = op.attrs
         if "ort_table" in a:
             y = g.t(op.outputs[0])
@@ -95,7 +95,7 @@ class Logistic(OpDef):
         x = g.t(op.inputs[0])
         op.attrs["q"] = fp.logistic_params(x.quant.s, x.quant.zp)
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         return [fp.logistic_s8(xs[0], op.attrs["q"])]
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:

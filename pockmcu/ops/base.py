@@ -76,6 +76,10 @@ class OpDef:
     c_call: ClassVar[str] = ""
     #: dtypes accepted for (activation) inputs and outputs
     io_dtypes: ClassVar[tuple[str, ...]] = ("int8",)
+    #: what a training-graph op is to the scheduler: "update" (writes a trainable parameter; kept in
+    #: order and, with --no-reorder, deferred to the end), "loss" (the barrier between the forward
+    #: and backward phases), or "" (anything else)
+    role: ClassVar[str] = ""
 
     # -- frontend -------------------------------------------------------------------
     #: name of the class in the ``tflite`` package holding this op's builtin options
@@ -107,7 +111,10 @@ class OpDef:
         """Compute compile-time constants into ``op.attrs``."""
 
     # -- semantics --------------------------------------------------------------------
-    def reference(self, g: Graph, op: Op, xs: list[np.ndarray]) -> list[np.ndarray]:
+    def reference(self, g: Graph, op: Op, xs: list[np.ndarray], rt=None) -> list[np.ndarray]:
+        """The op's outputs for the activation inputs ``xs`` ([N, ...] each). ``rt``: the training
+        step's run-time state (training_ops.TrainState) for the ops of a training graph that read the
+        label or update parameters; they write new parameter values into it, never into ``g``."""
         raise NotImplementedError(self.kind)
 
     def macs(self, g: Graph, op: Op) -> int:
@@ -121,7 +128,9 @@ class OpDef:
         raise PockError(f"cannot train through {op.kind} '{op.name}' ({op.location}): it has no gradient rule; "
                         "train only layers after it")
 
-    def scratch_bytes(self, g: Graph, op: Op) -> int:
+    def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
+        """Scratch bytes the kernel needs; ``in_place``: the planner writes the output over an input
+        (``shared_inputs``), which some kernels do differently."""
         return 0
 
     def shared_inputs(self, g: Graph, op: Op) -> tuple[int, ...]:

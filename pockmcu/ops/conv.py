@@ -173,7 +173,7 @@ class Conv2D(_WindowOp):
             problems.append(f"grouped convolution ({x.shape[-1]} input channels, filter depth {w.shape[-1]})")
         return problems
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         x = xs[0]
         w = g.t(op.inputs[1]).data.astype(np.float64)
         y = g.t(op.outputs[0])
@@ -219,7 +219,7 @@ class DepthwiseConv2D(_WindowOp):
             problems.append(f"depthwise weights of shape {list(w.shape)} do not match input {list(x.shape)}")
         return problems
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         x = xs[0]
         w = g.t(op.inputs[1]).data.astype(np.float64)
         y = g.t(op.outputs[0])
@@ -274,11 +274,6 @@ def update_coefs(g: Graph, op: Op, qas: bool) -> tuple[np.ndarray, np.ndarray]:
     return wcoef.astype(np.float32), bcoef.astype(np.float32)
 
 
-#: form a spatial mean's broadcast gradient inside the backward of the 1x1 conv before it (the
-#: tests turn it off to check that the fused and unfused backward agree bit for bit)
-FUSE_MEAN_BACKWARD = True
-
-
 def param_backward(tb, op: Op, grad_input_kind: str, wgrad_kind: str, in_rows=None) -> None:
     """The gradient rule shared by CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED.
 
@@ -289,18 +284,6 @@ def param_backward(tb, op: Op, grad_input_kind: str, wgrad_kind: str, in_rows=No
     u = tb.update_of(op)
     x = op.inputs[0]
     wcoef, bcoef = update_coefs(g, op, tb.spec.qas)
-    mean = tb.spatial_mean_grad(tb.grad(op.outputs[0]))
-    if FUSE_MEAN_BACKWARD and mean is not None and op.kind == "CONV_2D" and not (u and u.channels) and _is_1x1(g, op):
-        # the broadcast gradient of a spatial mean is never written out: one kernel forms it
-        # where the bias update and the input gradient read it (CONV_1X1_GRAD_FROM_MEAN)
-        tb.unemit(mean)
-        dx = [tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")] if tb.needs_grad(x) else []
-        tb.emit("CONV_1X1_GRAD_FROM_MEAN", f"{op.name}_grad_from_{mean.attrs['layer'].name}",
-                [mean.inputs[-1], tb.mask(op)], dx, layer=op, bias=op.inputs[2] if u and u.bias else None,
-                coef=bcoef)
-        if dx:
-            tb.add_grad(x, dx[0])
-        return
     dz = tb.masked(op, tb.grad(op.outputs[0]))
     if u and u.channels:
         saved, xt = x, g.t(x)
@@ -321,7 +304,7 @@ def param_backward(tb, op: Op, grad_input_kind: str, wgrad_kind: str, in_rows=No
         tb.add_grad(x, dx)
 
 
-def _is_1x1(g: Graph, op: Op) -> bool:
+def is_1x1(g: Graph, op: Op) -> bool:
     a, w = op.attrs, g.t(op.inputs[1])
     return (tuple(w.shape[1:3]) == (1, 1) and tuple(a["stride"]) == (1, 1) and not any(a["pads"])
             and w.shape[-1] == g.t(op.inputs[0]).shape[-1])
@@ -361,7 +344,7 @@ class Conv2DGradInput(_GradOp):
     kernel = "pockmcu_conv_grad_input_f32"
     c_status = True
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.attrs["layer"]
         a, xshape = f.attrs, (xs[0].shape[0],) + g.t(f.inputs[0]).shape[1:]
         w = g.t(f.inputs[1]).data.astype(np.float64) * weight_scales(g, f).astype(np.float64)[:, None, None, None]
@@ -394,6 +377,7 @@ class Conv2DWgradUpdate(_GradOp):
     """Weight gradient of the trainable input channels, fused with the update (no gradient tensor)."""
 
     kind = "CONV_2D_WGRAD_UPDATE"
+    role = "update"
     kernel = "pockmcu_conv_wgrad_update_s8"
     c_status = True
 
@@ -409,18 +393,18 @@ class Conv2DWgradUpdate(_GradOp):
             grad[:, i, j, :] = d2.T @ patch.reshape(-1, k)
         return grad
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         w = g.t(op.attrs["weights"])
         b, k = op.attrs["channel_begin"], op.attrs["channels"]
         grad = self.raw_grad(g, op, xs)
         coef = np.repeat(op.attrs["coef"], grad[0].size)
         part = w.data[..., b:b + k]
-        new = sgd_update(part, grad, coef, g, w.name, -127, 127).reshape(part.shape)
-        w.data = w.data.copy()
-        w.data[..., b:b + k] = new
+        new = sgd_update(part, grad, coef, rt, w.name, -127, 127).reshape(part.shape)
+        rt.params[w.name] = w.data.copy()
+        rt.params[w.name][..., b:b + k] = new
         return []
 
-    def scratch_bytes(self, g: Graph, op: Op) -> int:
+    def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
         w = g.t(op.attrs["weights"])
         return 4 * w.shape[1] * w.shape[2] * op.attrs["channels"]
 
@@ -462,7 +446,7 @@ class DepthwiseGradInput(_GradOp):
     kernel = "pockmcu_depthwise_conv_grad_input_f32"
     c_status = True
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.attrs["layer"]
         a, xshape = f.attrs, (xs[0].shape[0],) + g.t(f.inputs[0]).shape[1:]
         m = a["ch_mult"]
@@ -478,17 +462,13 @@ class DepthwiseGradInput(_GradOp):
     # Stride 1, ch_mult 1: dx may be written over dz when dz dies here (the planner decides); then the
     # row-by-row kernel (same bits, a small ring of rows as scratch) runs. That halves the peak of a
     # depthwise backward step.
-    @staticmethod
-    def by_rows(op: Op) -> bool:
-        return bool(op.attrs.get("writes_over_input"))
-
     def shared_inputs(self, g: Graph, op: Op) -> tuple[int, ...]:
         f = op.attrs["layer"]
         same = g.t(op.inputs[0]).shape == g.t(op.outputs[0]).shape
         return (0,) if tuple(f.attrs["stride"]) == (1, 1) and same and f.attrs["ch_mult"] == 1 else ()
 
-    def scratch_bytes(self, g: Graph, op: Op) -> int:
-        if not self.by_rows(op):
+    def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
+        if not in_place:
             return 0
         f = op.attrs["layer"]
         kh, dil, pad = g.t(f.inputs[1]).shape[1], f.attrs["dilation"][0], f.attrs["pads"][0]
@@ -497,7 +477,7 @@ class DepthwiseGradInput(_GradOp):
         return max((kh - 1) * dil - pad + 1, 1) * x.shape[2] * min(x.shape[3], 16) * 4
 
     def c_context(self, g, op, cg):
-        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]), rows=self.by_rows(op))
+        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]), rows=op.name in cg.plan.writes_over_input)
 
     c_decls = Conv2DGradInput.c_decls
     c_call = """\
@@ -531,19 +511,19 @@ class DepthwiseWgradUpdate(Conv2DWgradUpdate):
             grad[i, j] = (np.repeat(patch, m, axis=-1) * d).reshape(-1, k * m).sum(axis=0)
         return grad
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.attrs["layer"]
         w = g.t(op.attrs["weights"])
         m, b, k = f.attrs["ch_mult"], op.attrs["channel_begin"], op.attrs["channels"]
         grad = self.raw_grad(g, op, xs)
         coef = np.tile(op.attrs["coef"][b * m:(b + k) * m], grad.shape[0] * grad.shape[1])
         part = w.data[0, :, :, b * m:(b + k) * m]
-        new = sgd_update(part, grad, coef, g, w.name, -127, 127).reshape(part.shape)
-        w.data = w.data.copy()
-        w.data[0, :, :, b * m:(b + k) * m] = new
+        new = sgd_update(part, grad, coef, rt, w.name, -127, 127).reshape(part.shape)
+        rt.params[w.name] = w.data.copy()
+        rt.params[w.name][0, :, :, b * m:(b + k) * m] = new
         return []
 
-    def scratch_bytes(self, g: Graph, op: Op) -> int:
+    def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
         """What pockmcu_depthwise_conv_wgrad_update_s8_get_buffer_size asks for: one float per filter
         column (an upper bound; the kernel works tap by tap on the trained columns)."""
         return 4 * g.t(op.attrs["weights"]).shape[3]

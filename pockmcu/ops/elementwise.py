@@ -43,7 +43,7 @@ class Add(OpDef):
     def window(self, g: Graph, op: Op) -> Window:
         return POINTWISE
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         return [fp.add_s8(xs[0], xs[1], op.attrs["q"], op.attrs["act_min"], op.attrs["act_max"])]
 
     def backward(self, tb, op: Op) -> None:

@@ -68,7 +68,7 @@ class FullyConnected(OpDef):
         a["in_features"] = w.shape[1]
         a["batches"] = x.size // w.shape[1]
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         x = xs[0]
         n = x.shape[0]
         w = g.t(op.inputs[1])
@@ -144,7 +144,7 @@ class FullyConnectedGradInput(_GradOp):
     kernel = "pockmcu_fully_connected_grad_input_f32"
     c_status = True
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.attrs["layer"]
         w = g.t(f.inputs[1])
         zp = 0 if w.quant.per_channel else w.quant.zp
@@ -168,10 +168,11 @@ status = pockmcu_fully_connected_grad_input_f32(&{{layer}}_input_dims, &{{layer}
 @register
 class FullyConnectedWgradUpdate(_GradOp):
     kind = "FULLY_CONNECTED_WGRAD_UPDATE"
+    role = "update"
     kernel = "pockmcu_fully_connected_wgrad_update_s8"
     c_status = True
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.attrs["layer"]
         saved, dz = xs
         w = g.t(op.attrs["weights"])
@@ -181,9 +182,9 @@ class FullyConnectedWgradUpdate(_GradOp):
         grad = dz.reshape(rows, -1).astype(np.float64).T @ x
         coef = np.repeat(op.attrs["coef"], k)
         part = w.data[:, b:b + k]
-        new = sgd_update(part, grad, coef, g, w.name, -127, 127).reshape(part.shape)
-        w.data = w.data.copy()
-        w.data[:, b:b + k] = new
+        new = sgd_update(part, grad, coef, rt, w.name, -127, 127).reshape(part.shape)
+        rt.params[w.name] = w.data.copy()
+        rt.params[w.name][:, b:b + k] = new
         return []
 
     def c_context(self, g, op, cg):

@@ -46,7 +46,7 @@ class Transpose(OpDef):
             problems.append("input and output quantization differ")
         return problems
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         return [np.ascontiguousarray(xs[0].transpose(op.attrs["perm"]))]
 
     def describe(self, g: Graph, op: Op) -> str:
@@ -83,7 +83,7 @@ class _FlipSign(OpDef):
             return [f"output must be the input with zero point {x.quant.zp} - {shift} and the same scale and shape"]
         return []
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         x = np.ascontiguousarray(xs[0])
         return [(x.view(np.uint8) ^ np.uint8(0x80)).view(self.dst)]
 

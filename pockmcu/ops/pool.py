@@ -125,7 +125,7 @@ class AveragePool2D(_Pool):
     def backward(self, tb, op: Op) -> None:
         _pool_backward(tb, op, "AVERAGE_POOL_2D_GRAD", needs_input=False)
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         if "ort_dq" in op.attrs:
             return [ort_pool_reference(g, op, xs)]
         a = op.attrs
@@ -161,7 +161,7 @@ class MaxPool2D(_Pool):
     def backward(self, tb, op: Op) -> None:
         _pool_backward(tb, op, "MAX_POOL_2D_GRAD", needs_input=True)
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         a = op.attrs
         y = g.t(op.outputs[0])
         best = np.full((xs[0].shape[0],) + y.shape[1:], -129, np.int64)
@@ -193,7 +193,7 @@ class AveragePoolGrad(_PoolGrad):
     kernel = "pockmcu_avgpool_grad_f32"
     c_status = True
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.attrs["layer"]
         a = f.attrs
         dy = xs[0].astype(np.float64)
@@ -225,7 +225,7 @@ class MaxPoolGrad(_PoolGrad):
     kernel = "pockmcu_max_pool_grad_f32"
     c_status = True
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.attrs["layer"]
         a = f.attrs
         x, dy = xs[0].astype(np.int64), xs[1].astype(np.float64)

@@ -26,7 +26,7 @@ class Quantize(OpDef):
             return [f"QUANTIZE {x.dtype} -> {y.dtype} (only float32 -> int8)"]
         return [] if y.quant else [f"tensor '{y.name}' has no quantization parameters"]
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         y = g.t(op.outputs[0])
         return [fp.quantize_f32_s8(xs[0], y.quant.s, y.quant.zp)]
 
@@ -51,7 +51,7 @@ class Dequantize(OpDef):
             return [f"DEQUANTIZE {x.dtype} -> {y.dtype} (only int8 -> float32)"]
         return [] if x.quant else [f"tensor '{x.name}' has no quantization parameters"]
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         x = g.t(op.inputs[0])
         return [fp.dequantize_s8_f32(xs[0], x.quant.s, x.quant.zp)]
 

@@ -49,7 +49,7 @@ class Mean(OpDef):
             m, e = fp.f32_mant_exp(scale)
             op.attrs["q"].update(ort_mant=int(m[0]), ort_exp=int(e[0]))
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         if g.numerics == "onnxruntime":   # RoundHalfEven(float32(float32(sum - zp * count) * scale)) + zp_out
             q, x = op.attrs["q"], xs[0].astype(np.int64)
             acc = x.sum(axis=(1, 2), keepdims=True) - q["input_zero_point"] * x.shape[1] * x.shape[2]
@@ -88,7 +88,7 @@ class MeanGrad(OpDef):
     kernel = "pockmcu_mean_grad_f32"
     io_dtypes = ("float32",)
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.attrs["layer"]
         shape = (xs[0].shape[0],) + g.t(f.inputs[0]).shape[1:]
         dy = xs[0].reshape(shape[0], 1, 1, shape[3]).astype(np.float64)
@@ -117,7 +117,7 @@ class Conv1x1GradFromMean(OpDef):
     c_status = True
     io_dtypes = ("float32", "uint8")
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         """The unfused ops' references in their order: broadcast / (H W), mask, bias update, input
         gradient (this op carries the attrs they read: layer, bias, coef)."""
         gm, mask = xs
@@ -126,7 +126,7 @@ class Conv1x1GradFromMean(OpDef):
                              (gm.shape[0],) + tuple(shape[1:]))
         (dz,) = opdef("MASK_APPLY").reference(g, op, [dy, mask])
         if op.attrs["bias"] is not None:
-            opdef("BIAS_UPDATE").reference(g, op, [dz])
+            opdef("BIAS_UPDATE").reference(g, op, [dz], rt)
         return opdef("CONV_2D_GRAD_INPUT").reference(g, op, [dz]) if op.outputs else []
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:

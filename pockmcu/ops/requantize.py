@@ -49,7 +49,7 @@ class Requantize(OpDef):
             a["table"] = fp.ort_requantize_table(x.quant.s, x.quant.zp, y.quant.s, y.quant.zp,
                                                  a["act_min"], a["act_max"])
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         a = op.attrs
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
         if "table" in a:
@@ -109,7 +109,7 @@ class AddConst(OpDef):
         per_sample = int(np.prod(x.shape[1:], dtype=np.int64))
         return c.reshape(x.shape[1:]) if c.size == per_sample else c.reshape(-1)
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         a = op.attrs
         return [fp.add_s8(xs[0], self._broadcast(g, op, xs[0]), a["q"], a["act_min"], a["act_max"])]
 
@@ -162,7 +162,7 @@ class AveragePoolRequant(OpDef):
 
             ort_pool_prepare(g, op)
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         from .pool import ort_pool_reference, pool_taps
 
         if "ort_dq" in op.attrs:

@@ -30,7 +30,7 @@ class Reshape(OpDef):
     def activation_inputs(self, g: Graph, op: Op) -> list[str]:
         return [op.inputs[0]]
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         return [xs[0].reshape((xs[0].shape[0],) + g.t(op.outputs[0]).shape[1:])]
 
     def backward(self, tb, op: Op) -> None:
@@ -77,7 +77,7 @@ class Pad(OpDef):
         tb.emit("PAD_GRAD", f"{op.name}_grad", [tb.grad(op.outputs[0])], [dx], layer=op)
         tb.add_grad(x, dx)
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         x = xs[0]
         pads = op.attrs["pads"][4 - x.ndim:]
         pads = [(0, 0)] + [tuple(p) for p in pads[1:]]
@@ -137,7 +137,7 @@ class Concatenation(OpDef):
         rank = len(g.t(op.outputs[0]).shape)
         op.attrs["axis4"] = op.attrs["axis"] + 4 - rank
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         return [np.concatenate(xs, axis=op.attrs["axis"])]
 
     def backward(self, tb, op: Op) -> None:
@@ -188,7 +188,7 @@ class PadGrad(OpDef):
     c_status = True
     io_dtypes = ("float32",)
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.attrs["layer"]
         x = g.t(f.inputs[0])
         pads = f.attrs["pads"][4 - len(x.shape):]

@@ -28,7 +28,7 @@ class TileCrop(OpDef):
     kind = "TILE_CROP"
     kernel = "pockmcu_slice_s8"
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         r0, c0 = op.attrs["origin"]
         _, h, w, _ = g.t(op.outputs[0]).shape
         return [np.ascontiguousarray(xs[0][:, r0:r0 + h, c0:c0 + w, :])]
@@ -53,7 +53,7 @@ class _Paste(OpDef):
 
     kernel = "pockmcu_paste_s8"
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         y = g.t(op.outputs[0])
         tile = xs[-1]
         out = np.zeros((tile.shape[0],) + y.shape[1:], np.int8) if len(xs) == 1 else xs[0].copy()

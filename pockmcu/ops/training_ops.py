@@ -9,6 +9,7 @@ follows one rule (see ``sgd_update``), implemented once in C
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -39,35 +40,51 @@ def seed_stream(seed: int, k: int) -> int:
     return x or 1
 
 
-def sgd_update(q: np.ndarray, grad: np.ndarray, coef, g: Graph, key: str, lo: int, hi: int) -> np.ndarray:
-    """q (flat) updated by the rule of kernels_c/pockmcu_update_*.c, in float32, in element order.
+@dataclass
+class TrainState:
+    """The run-time state of the numpy training step: what the generated C keeps in its ``train``
+    struct (optimizer, RNG streams, accumulators), the current trainable parameters, and the step's
+    label or target and loss. The reference trainer owns it; graphs never hold it."""
 
-    g.state holds the optimizer: lr, momentum, batch, apply, rng[key], accum[key], velocity[key].
-    """
-    st = g.state
-    lr, mom, batch, apply = F32(st["lr"]), F32(st["momentum"]), st["batch"], st["apply"]
+    lr: float
+    momentum: float
+    batch: int
+    rng: dict[str, int]                                  # one xorshift32 stream per trainable tensor
+    params: dict[str, np.ndarray] = field(default_factory=dict)   # trainable tensor -> current values
+    apply: int = 1                                       # this step applies the (accumulated) update
+    accum: dict[str, np.ndarray] = field(default_factory=dict)
+    velocity: dict[str, np.ndarray] = field(default_factory=dict)
+    deltas: dict[str, np.ndarray] = field(default_factory=dict)   # last float steps, for rounding checks
+    label: np.ndarray | None = None
+    target: np.ndarray | None = None
+    loss: float = 0.0
+
+
+def sgd_update(q: np.ndarray, grad: np.ndarray, coef, st: TrainState, key: str, lo: int, hi: int) -> np.ndarray:
+    """q (flat) updated by the rule of kernels_c/pockmcu_update_*.c, in float32, in element order."""
+    lr, mom, batch, apply = F32(st.lr), F32(st.momentum), st.batch, st.apply
     gq = grad.astype(F32).reshape(-1) * np.asarray(coef, F32).reshape(-1)
     if batch > 1:
-        acc = st["accum"].setdefault(key, np.zeros(q.size, F32))
+        acc = st.accum.setdefault(key, np.zeros(q.size, F32))
         acc += gq
         if not apply:
             return q
         gq = acc / F32(batch)
-        st["accum"][key] = np.zeros(q.size, F32)
+        st.accum[key] = np.zeros(q.size, F32)
     if mom != 0:
-        v = st["velocity"].setdefault(key, np.zeros(q.size, F32))
+        v = st.velocity.setdefault(key, np.zeros(q.size, F32))
         v[:] = mom * v + gq
         gq = v.copy()
     delta = (-lr * gq).astype(F32)
-    st.setdefault("deltas", {})[key] = (-float(st["lr"]) * np.asarray(gq, np.float64))  # for rounding checks
-    rng = st["rng"][key]
+    st.deltas[key] = (-float(st.lr) * np.asarray(gq, np.float64))
+    rng = st.rng[key]
     out = q.astype(np.int64).reshape(-1).copy()
     for k in range(out.size):
         rng = xorshift32(rng)
         u = F32((rng >> 8) * (1.0 / 16777216.0))
         d = min(max(float(delta[k]), -2.0 ** 30), 2.0 ** 30)
         out[k] = min(max(out[k] + math.floor(F32(F32(d) + u)), lo), hi)
-    st["rng"][key] = rng
+    st.rng[key] = rng
     return out
 
 
@@ -83,7 +100,7 @@ class MaskPack(OpDef):
     kernel = "pockmcu_mask_pack_s8"
     io_dtypes = ("int8", "uint8")
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         y = xs[0].reshape(xs[0].shape[0], -1)
         bits = (y > op.attrs["lo"]) & (y < op.attrs["hi"])
         return [np.packbits(bits, axis=1, bitorder="little")]
@@ -103,7 +120,7 @@ class MaskApply(OpDef):
     kernel = "pockmcu_mask_apply_f32"
     io_dtypes = ("float32", "uint8")
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         dy, mask = xs
         n = int(np.prod(dy.shape[1:]))
         bits = np.unpackbits(mask, axis=1, bitorder="little", count=n).astype(bool)
@@ -120,14 +137,16 @@ class BiasUpdate(OpDef):
     """Bias gradient (sum of the output gradient over positions) and its update, fused."""
 
     kind = "BIAS_UPDATE"
+    role = "update"
     kernel = "pockmcu_bias_update_s32"
     io_dtypes = ("float32",)
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         dz = xs[0].astype(np.float64)
         b = g.t(op.attrs["bias"])
         grad = dz.reshape(-1, dz.shape[-1]).sum(axis=0)
-        b.data = sgd_update(b.data, grad, op.attrs["coef"], g, b.name, -2**31, 2**31 - 1).astype(np.int32)
+        new = sgd_update(b.data, grad, op.attrs["coef"], rt, b.name, -2**31, 2**31 - 1).astype(np.int32)
+        rt.params[b.name] = new.reshape(b.data.shape)
         return []
 
     def c_context(self, g, op, cg):
@@ -151,7 +170,7 @@ class AddF32(OpDef):
     may_share_input = (0, 1)  # element-wise in order: the output may overwrite a dying input
     io_dtypes = ("float32",)
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         return [xs[0] + xs[1]]
 
     def c_context(self, g, op, cg):
@@ -166,7 +185,7 @@ class CopyF32(OpDef):
     kernel = "memcpy"
     io_dtypes = ("float32",)
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         return [xs[0].copy()]
 
     def c_context(self, g, op, cg):
@@ -183,7 +202,7 @@ class Slice(OpDef):
     kind = "SLICE"
     io_dtypes = ("int8", "float32")
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         a = op.attrs
         x = xs[0]
         rows = x.reshape(x.shape[0], a["outer"], a["row"])
@@ -204,15 +223,16 @@ class XentGrad(OpDef):
     output (q + 128) / 256; the loss -ln p[label] comes from a 256-entry table made at compile time."""
 
     kind = "XENT_GRAD"
+    role = "loss"
     kernel = "pockmcu_softmax_xent_grad_s8"
     io_dtypes = ("int8", "float32")
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         q = xs[0].reshape(xs[0].shape[0], -1).astype(np.float64)
         p = (q + 128) / 256.0
         onehot = np.zeros_like(p)
-        onehot[np.arange(len(p)), g.state["label"]] = 1
-        g.state["loss"] = float(nll_table()[int(xs[0].reshape(-1)[g.state["label"][0]]) + 128])
+        onehot[np.arange(len(p)), rt.label] = 1
+        rt.loss = float(nll_table()[int(xs[0].reshape(-1)[rt.label[0]]) + 128])
         return [(op.attrs["beta"] * (p - onehot)).reshape((len(p),) + g.t(op.outputs[0]).shape[1:])]
 
     def c_context(self, g, op, cg):
@@ -235,16 +255,17 @@ class MseGrad(OpDef):
     """Mean squared error against a float target: grad = 2 (y - t) / n, y dequantized."""
 
     kind = "MSE_GRAD"
+    role = "loss"
     io_dtypes = ("int8", "float32")
 
-    def reference(self, g: Graph, op: Op, xs):
+    def reference(self, g: Graph, op: Op, xs, rt=None):
         y = g.t(op.inputs[0])
         yr = xs[0].astype(np.float64)
         if y.dtype == "int8":
             yr = y.quant.s * (yr - y.quant.zp)
-        t = np.asarray(g.state["target"], np.float64).reshape(yr.shape)
+        t = np.asarray(rt.target, np.float64).reshape(yr.shape)
         d = yr - t
-        g.state["loss"] = float(np.mean(d * d))
+        rt.loss = float(np.mean(d * d))
         return [2 * d / d[0].size]
 
     def c_context(self, g, op, cg):

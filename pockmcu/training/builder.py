@@ -20,79 +20,16 @@ activations and output gradients stay live until then.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import numpy as np
 
 from ..errors import PockError
 from ..ir import Graph, Op, Tensor
 from ..ops import REGISTRY, opdef
+from .fusions import fuse_mean_backward
+from .graph import TrainGraph
 from .spec import LayerUpdate, UpdateSpec
-
-UPDATE_KINDS = ("CONV_2D_WGRAD_UPDATE", "DEPTHWISE_CONV_2D_WGRAD_UPDATE", "FULLY_CONNECTED_WGRAD_UPDATE",
-                "BIAS_UPDATE")
-
-
-@dataclass
-class TrainGraph:
-    graph: Graph                     # tensors of forward + training
-    forward: list[Op]                # inference schedule (pockmcu_invoke)
-    schedule: list[Op]               # training schedule (pockmcu_train_step)
-    spec: UpdateSpec
-    loss: str
-    n_forward: int = 0               # schedule[:n_forward] is the forward phase (with saves)
-    reorder: bool = True
-    trainable_tensors: list[str] = field(default_factory=list)   # int8 weights / int32 biases kept in RAM
-    label_shape: tuple[int, ...] = ()
-
-    def state_elements(self, tensor: str) -> int:
-        """Elements of ``tensor`` that train (the size of its optimizer state)."""
-        for op in self.schedule:
-            if op.attrs.get("bias") == tensor:
-                return self.graph.t(tensor).size
-            if op.attrs.get("weights") == tensor:
-                w = self.graph.t(tensor)
-                k = op.attrs["channels"]
-                if op.kind == "DEPTHWISE_CONV_2D_WGRAD_UPDATE":
-                    return w.shape[1] * w.shape[2] * k * op.attrs["layer"].attrs["ch_mult"]
-                return w.size // w.shape[-1] * k
-        return 0
-
-    def head_channels(self, tensor: str) -> int:
-        """k when ``tensor`` is stored split, else 0.
-
-        A CONV_2D (no groups) whose update trains only the first k < C_in input channels keeps
-        just those in RAM: rows of k values, one row per filter tap (o, ky, kx). The frozen
-        channels are read from the flash constant (the whole original tensor), so the forward
-        pass and the input gradient take both (pockmcu_convolve_split_s8). FULLY_CONNECTED and
-        DEPTHWISE_CONV_2D weights, biases and fully trained tensors are stored whole.
-        """
-        for op in self.schedule:
-            if op.kind == "CONV_2D_WGRAD_UPDATE" and op.attrs.get("weights") == tensor:
-                w = self.graph.t(tensor)
-                k = op.attrs["channels"]
-                return k if op.attrs["channel_begin"] == 0 and k < w.shape[-1] else 0
-        return 0
-
-    def stored_shape(self, tensor: str) -> tuple[int, ...]:
-        """The shape of the RAM copy of a trainable tensor: (O, KH, KW, k) when split, else its shape."""
-        shape = tuple(self.graph.t(tensor).shape)
-        k = self.head_channels(tensor)
-        return shape[:-1] + (k,) if k else shape
-
-    def stored_bytes(self, tensor: str) -> int:
-        """Bytes of the RAM copy (and of the tensor in pockmcu_params_read / P.bin)."""
-        return int(np.prod(self.stored_shape(tensor))) * self.graph.t(tensor).np_dtype.itemsize
-
-    def persistent_bytes(self) -> int:
-        """RAM that lives across steps: trainable tensors (as stored: a split CONV_2D only its trained
-        channels), momentum and batch accumulators, RNG states."""
-        total = 0
-        for t in self.trainable_tensors:
-            total += self.stored_bytes(t) + 4            # the stored tensor and its RNG state
-            n = self.state_elements(t)
-            total += 4 * n * ((self.spec.momentum > 0) + (self.spec.batch > 1))
-        return total + 16                                # optimizer struct, step counter
 
 
 class TrainBuilder:
@@ -135,7 +72,7 @@ class TrainBuilder:
 
     def emit(self, kind: str, name: str, inputs: list[str], outputs: list[str], **attrs) -> Op:
         op = Op(kind=kind, name=name, inputs=inputs, outputs=outputs, attrs=attrs, location="training graph")
-        if kind in UPDATE_KINDS and not self.reorder:
+        if opdef(kind).role == "update" and not self.reorder:
             self.deferred.append(op)
         else:
             self.backward.append(op)
@@ -150,18 +87,6 @@ class TrainBuilder:
         op = Op(kind=kind, name=name, inputs=inputs, outputs=outputs, attrs=attrs, location="training graph")
         self.after.setdefault(fwd.name, []).append(op)
         return op
-
-    def spatial_mean_grad(self, grad: str) -> Op | None:
-        """The backward op that wrote ``grad`` as a spatial broadcast (the input gradient of a MEAN
-        over H, W or of a global average pool: the output gradient / (H W) at every position), when
-        ``grad`` is only that. A consumer that can read the small gradient instead calls ``unemit``."""
-        for op in self.backward:
-            if grad in op.outputs and op.attrs.get("spatial_mean"):
-                return op
-        return None
-
-    def unemit(self, op: Op) -> None:
-        self.backward.remove(op)
 
     def add_grad(self, tensor: str, grad: str) -> None:
         """Contribute ``grad`` to the gradient of ``tensor`` (summing where a tensor fans out)."""
@@ -238,28 +163,31 @@ class TrainBuilder:
         return schedule + self.backward + self.deferred
 
 
-def build_training(g: Graph, spec: UpdateSpec, loss: str, reorder: bool = True) -> TrainGraph:
-    forward = list(g.ops)
-    tb = TrainBuilder(g, spec, loss, reorder)
+def build_training(g: Graph, spec: UpdateSpec, loss: str, reorder: bool = True, fuse_mean: bool = True
+                   ) -> TrainGraph:
+    """The training graph of ``g`` (a new graph holding g's tensors and the new ones; ``g`` is not
+    changed), then the fusion passes asked for (training/fusions.py)."""
+    tgraph = replace(g, tensors=dict(g.tensors), ops=list(g.ops))
+    forward = list(tgraph.ops)
+    tb = TrainBuilder(tgraph, spec, loss, reorder)
     schedule = tb.build()
-    for op in schedule[len(forward):]:
-        if op.kind in REGISTRY:
-            opdef(op.kind).prepare(g, op)
-    for op in schedule:
-        if op not in forward and op.kind not in REGISTRY:
-            raise PockError(f"internal: no definition for training op {op.kind}")
     trainable = []
     for u in spec.trainable():
         if u.channels:
             trainable.append(u.op.inputs[1])
         if u.bias:
             trainable.append(u.op.inputs[2])
-    out = g.t(g.outputs[0])
+    out = tgraph.t(tgraph.outputs[0])
     label_shape = (1,) if loss == "xent" else tuple(out.shape)
-    tg = TrainGraph(graph=g, forward=forward, schedule=schedule, spec=spec, loss=loss,
+    tg = TrainGraph(graph=tgraph, forward=forward, schedule=schedule, spec=spec, loss=loss,
                     n_forward=len(schedule) - len(tb.backward) - len(tb.deferred), reorder=reorder,
                     trainable_tensors=trainable, label_shape=label_shape)
-    g.ops = forward
+    if fuse_mean:
+        tg = fuse_mean_backward(tg)
+    for op in tg.schedule[tg.n_forward:]:
+        if op.kind not in REGISTRY:
+            raise PockError(f"internal: no definition for training op {op.kind}")
+        opdef(op.kind).prepare(tg.graph, op)
     return tg
 
 
