@@ -13,7 +13,7 @@
  * CalculateInputRadius (see pockmcu.fixedpoint.softmax_params).
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_tflm.h"
 
 #define POCKMCU_SOFTMAX_SCALED_DIFF_INTEGER_BITS 5
 #define POCKMCU_SOFTMAX_ACCUM_INTEGER_BITS 12

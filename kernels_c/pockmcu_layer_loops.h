@@ -14,7 +14,8 @@
 #include <string.h>
 
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_ort.h"
+#include "pockmcu_nn_support_tflm.h"
 
 /* The loops must be inlined into each kernel for the constant rounding flag to fold away: left to
  * its own judgment gcc keeps the large function out of line and the kernels run ~57% more

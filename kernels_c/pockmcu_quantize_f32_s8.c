@@ -9,7 +9,7 @@
  * TFLM gives on Arm, whose VCVT saturates and maps NaN to 0).
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_tflm.h"
 
 arm_cmsis_nn_status pockmcu_quantize_f32_s8(const float *input_data,
                                             int32_t size,
