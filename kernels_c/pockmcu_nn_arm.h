@@ -16,13 +16,13 @@
 
 #ifdef POCKMCU_USE_CMSIS_NN
 
-#include "arm_nnfunctions.h"
+    #include "arm_nnfunctions.h"
 
 #else /* !POCKMCU_USE_CMSIS_NN */
 
-#ifdef __cplusplus
+    #ifdef __cplusplus
 extern "C" {
-#endif
+    #endif
 
 /**
  * @brief int8 2D convolution with per output channel requantization (TFLM ConvPerChannel).
@@ -430,9 +430,9 @@ arm_cmsis_nn_status arm_pad_s8(const int8_t *input,
                                const cmsis_nn_dims *pre_pad,
                                const cmsis_nn_dims *post_pad);
 
-#ifdef __cplusplus
+    #ifdef __cplusplus
 }
-#endif
+    #endif
 
 #endif /* POCKMCU_USE_CMSIS_NN */
 

@@ -80,11 +80,8 @@ arm_cmsis_nn_status pockmcu_logistic_s8(const int8_t *input_data,
  *
  * @return ARM_CMSIS_NN_SUCCESS.
  */
-arm_cmsis_nn_status pockmcu_quantize_f32_s8(const float *input_data,
-                                            int32_t size,
-                                            float scale,
-                                            int32_t zero_point,
-                                            int8_t *output_data);
+arm_cmsis_nn_status
+pockmcu_quantize_f32_s8(const float *input_data, int32_t size, float scale, int32_t zero_point, int8_t *output_data);
 
 /**
  * @brief int8 to float32 DEQUANTIZE (TFLM Dequantize): scale * (x - zero_point).
@@ -100,11 +97,8 @@ arm_cmsis_nn_status pockmcu_quantize_f32_s8(const float *input_data,
  *
  * @return ARM_CMSIS_NN_SUCCESS.
  */
-arm_cmsis_nn_status pockmcu_dequantize_s8_f32(const int8_t *input_data,
-                                              int32_t size,
-                                              float scale,
-                                              int32_t zero_point,
-                                              float *output_data);
+arm_cmsis_nn_status
+pockmcu_dequantize_s8_f32(const int8_t *input_data, int32_t size, float scale, int32_t zero_point, float *output_data);
 
 /**
  * @brief int8 to int8 requantization (TFLM QUANTIZE int8 -> int8).

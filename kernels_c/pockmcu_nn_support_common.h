@@ -17,10 +17,7 @@
 static inline int32_t pockmcu_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
 static inline int32_t pockmcu_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
 
-static inline int32_t pockmcu_clamp_i32(int32_t v, int32_t lo, int32_t hi)
-{
-    return v < lo ? lo : (v > hi ? hi : v);
-}
+static inline int32_t pockmcu_clamp_i32(int32_t v, int32_t lo, int32_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 /* Two's complement wrapping add / sub / negate / left shift (0 <= s <= 31). */
 static inline int32_t pockmcu_wrap_add(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }

@@ -79,15 +79,15 @@ static inline int32_t pockmcu_rounding_half_sum(int32_t a, int32_t b)
 /* gemmlowp exp_on_interval_between_negative_one_quarter_and_0_excl, Q0.31. */
 static inline int32_t pockmcu_exp_on_interval_between_negative_one_quarter_and_0_excl(int32_t a)
 {
-    const int32_t constant_term = 1895147668;     /* exp(-1/8) */
+    const int32_t constant_term = 1895147668;    /* exp(-1/8) */
     const int32_t constant_1_over_3 = 715827883; /* 1/3 */
     const int32_t x = pockmcu_wrap_add(a, (int32_t)1 << 28);
     const int32_t x2 = pockmcu_srdhm(x, x);
     const int32_t x3 = pockmcu_srdhm(x2, x);
     const int32_t x4 = pockmcu_srdhm(x2, x2);
     const int32_t x4_over_4 = pockmcu_rdbpot(x4, 2);
-    const int32_t poly = pockmcu_rdbpot(
-        pockmcu_wrap_add(pockmcu_srdhm(pockmcu_wrap_add(x4_over_4, x3), constant_1_over_3), x2), 1);
+    const int32_t poly =
+        pockmcu_rdbpot(pockmcu_wrap_add(pockmcu_srdhm(pockmcu_wrap_add(x4_over_4, x3), constant_1_over_3), x2), 1);
     return pockmcu_wrap_add(constant_term, pockmcu_srdhm(constant_term, pockmcu_wrap_add(x, poly)));
 }
 
@@ -168,8 +168,8 @@ static inline int32_t pockmcu_logistic_fixed(int32_t a, int32_t integer_bits)
         return (int32_t)1 << 30;
     }
     abs_input = a > 0 ? a : pockmcu_wrap_neg(a);
-    result_if_positive =
-        pockmcu_one_over_one_plus_x_for_x_in_0_1(pockmcu_exp_on_negative_values(pockmcu_wrap_neg(abs_input), integer_bits));
+    result_if_positive = pockmcu_one_over_one_plus_x_for_x_in_0_1(
+        pockmcu_exp_on_negative_values(pockmcu_wrap_neg(abs_input), integer_bits));
     return a > 0 ? result_if_positive : pockmcu_wrap_sub(POCKMCU_INT32_MAX, result_if_positive);
 }
 

@@ -152,8 +152,7 @@ arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
  *
  * @return Scratch bytes for ctx->buf.
  */
-int32_t pockmcu_conv_wgrad_update_s8_get_buffer_size(const cmsis_nn_dims *input_dims,
-                                                     const cmsis_nn_dims *filter_dims);
+int32_t pockmcu_conv_wgrad_update_s8_get_buffer_size(const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims);
 
 /**
  * @brief Weight gradient of a depthwise convolution fused with the int8 weight update.

@@ -16,13 +16,13 @@
 
 #ifdef POCKMCU_USE_CMSIS_NN
 
-#include "arm_nn_types.h"
+    #include "arm_nn_types.h"
 
 #else /* !POCKMCU_USE_CMSIS_NN */
 
-#ifdef __cplusplus
+    #ifdef __cplusplus
 extern "C" {
-#endif
+    #endif
 
 /** Status returned by the kernels. */
 typedef enum
@@ -117,9 +117,9 @@ typedef struct
     cmsis_nn_activation activation; /**< Output clamp */
 } cmsis_nn_fc_params;
 
-#ifdef __cplusplus
+    #ifdef __cplusplus
 }
-#endif
+    #endif
 
 #endif /* POCKMCU_USE_CMSIS_NN */
 
