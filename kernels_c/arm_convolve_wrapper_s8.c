@@ -24,6 +24,18 @@ arm_cmsis_nn_status arm_convolve_wrapper_s8(const cmsis_nn_context *ctx,
                                             const cmsis_nn_dims *output_dims,
                                             int8_t *output_data)
 {
-    return pockmcu_conv_s8_loops(ctx, conv_params, quant_params, input_dims, input_data, filter_dims,
-        filter_data, NULL, 0, bias_dims, bias_data, output_dims, output_data, 0);
+    return pockmcu_conv_s8_loops(ctx,
+                                 conv_params,
+                                 quant_params,
+                                 input_dims,
+                                 input_data,
+                                 filter_dims,
+                                 filter_data,
+                                 NULL,
+                                 0,
+                                 bias_dims,
+                                 bias_data,
+                                 output_dims,
+                                 output_data,
+                                 0);
 }

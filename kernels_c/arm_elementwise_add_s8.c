@@ -12,7 +12,7 @@
  * double rounding requantization used below is identical.
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_tflm.h"
 
 arm_cmsis_nn_status arm_elementwise_add_s8(const int8_t *input_1_vect,
                                            const int8_t *input_2_vect,

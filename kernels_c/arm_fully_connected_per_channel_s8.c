@@ -25,7 +25,16 @@ arm_cmsis_nn_status arm_fully_connected_per_channel_s8(const cmsis_nn_context *c
 {
     (void)ctx;
     (void)bias_dims;
-    return pockmcu_fully_connected_s8_loops(fc_params, quant_params->multiplier, quant_params->shift, 1,
-                                            input_dims, input_data, filter_dims, filter_data,
-                                            bias_data, output_dims, output_data, 0);
+    return pockmcu_fully_connected_s8_loops(fc_params,
+                                            quant_params->multiplier,
+                                            quant_params->shift,
+                                            1,
+                                            input_dims,
+                                            input_data,
+                                            filter_dims,
+                                            filter_data,
+                                            bias_data,
+                                            output_dims,
+                                            output_data,
+                                            0);
 }

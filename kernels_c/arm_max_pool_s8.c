@@ -7,7 +7,7 @@
  * activation range. Batches = input_dims->n. Needs no scratch buffer.
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_common.h"
 
 arm_cmsis_nn_status arm_max_pool_s8(const cmsis_nn_context *ctx,
                                     const cmsis_nn_pool_params *pool_params,

@@ -13,7 +13,7 @@
  * CalculateInputRadius (see pockmcu.fixedpoint.softmax_params).
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_tflm.h"
 
 #define POCKMCU_SOFTMAX_SCALED_DIFF_INTEGER_BITS 5
 #define POCKMCU_SOFTMAX_ACCUM_INTEGER_BITS 12
@@ -69,8 +69,7 @@ void arm_softmax_s8(const int8_t *input,
                 /* TFLM aborts when exponent > 31 (sum of exps >= 512, i.e. more
                  * than ~512 entries near the row max); the exact extension of
                  * the division rounds to 0 there. */
-                const int32_t unsat =
-                    exponent > 31 ? 0 : pockmcu_rdbpot(pockmcu_srdhm(shifted_scale, e), exponent);
+                const int32_t unsat = exponent > 31 ? 0 : pockmcu_rdbpot(pockmcu_srdhm(shifted_scale, e), exponent);
                 out[c] = (int8_t)pockmcu_clamp_i32(pockmcu_wrap_add(unsat, -128), -128, 127);
             }
             else

@@ -8,12 +8,12 @@
  *   q = nearbyint(float32(y / s_out) + zp_out)       (zp_out in the model's own
  *       domain, e.g. 128 for uint8; zp_offset maps it back to int8: q - zp_offset)
  * clamped to pool_params->activation. Every float32 operation is done on bit
- * patterns with integer arithmetic (pockmcu_f32_* in pockmcu_nn_support.h),
+ * patterns with integer arithmetic (pockmcu_f32_* in pockmcu_nn_support_ort.h),
  * rounded as IEEE float32 rounds. dq_table, out_scale_bits and zp_bits are
  * float32 bit patterns made at compile time. Needs no scratch buffer.
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_ort.h"
 
 arm_cmsis_nn_status pockmcu_avgpool_ort_s8(const cmsis_nn_pool_params *pool_params,
                                            const cmsis_nn_dims *input_dims,

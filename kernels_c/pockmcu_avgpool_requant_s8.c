@@ -17,7 +17,7 @@
  * Needs no scratch buffer.
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_tflm.h"
 
 arm_cmsis_nn_status pockmcu_avgpool_requant_s8(const cmsis_nn_pool_params *pool_params,
                                                const cmsis_nn_dims *input_dims,

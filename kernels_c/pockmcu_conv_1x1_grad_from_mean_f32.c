@@ -57,8 +57,7 @@ arm_cmsis_nn_status pockmcu_conv_1x1_grad_from_mean_f32(const cmsis_nn_dims *out
     const float count = (float)hw;
     int32_t b, p, o, c;
 
-    if (filter_dims->n != out_c || filter_dims->h != 1 || filter_dims->w != 1 || batches < 0 || hw < 1 ||
-        in_c < 0)
+    if (filter_dims->n != out_c || filter_dims->h != 1 || filter_dims->w != 1 || batches < 0 || hw < 1 || in_c < 0)
     {
         return ARM_CMSIS_NN_ARG_ERROR;
     }

@@ -28,6 +28,6 @@ arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *conv
                                                 const float *grad_output,
                                                 float *grad_input)
 {
-    return pockmcu_conv_grad_input_f32_loops(conv_params, input_dims, filter_dims, filter, NULL, 0, filter_scale,
-                                             output_dims, grad_output, grad_input);
+    return pockmcu_conv_grad_input_f32_loops(
+        conv_params, input_dims, filter_dims, filter, NULL, 0, filter_scale, output_dims, grad_output, grad_input);
 }

@@ -24,6 +24,14 @@ arm_cmsis_nn_status pockmcu_conv_grad_input_split_f32(const cmsis_nn_conv_params
     {
         return ARM_CMSIS_NN_ARG_ERROR;
     }
-    return pockmcu_conv_grad_input_f32_loops(conv_params, input_dims, filter_dims, filter, filter_head, head_c,
-                                             filter_scale, output_dims, grad_output, grad_input);
+    return pockmcu_conv_grad_input_f32_loops(conv_params,
+                                             input_dims,
+                                             filter_dims,
+                                             filter,
+                                             filter_head,
+                                             head_c,
+                                             filter_scale,
+                                             output_dims,
+                                             grad_output,
+                                             grad_input);
 }

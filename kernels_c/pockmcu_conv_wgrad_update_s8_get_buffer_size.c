@@ -5,8 +5,7 @@
  */
 #include "pockmcu_nn.h"
 
-int32_t pockmcu_conv_wgrad_update_s8_get_buffer_size(const cmsis_nn_dims *input_dims,
-                                                     const cmsis_nn_dims *filter_dims)
+int32_t pockmcu_conv_wgrad_update_s8_get_buffer_size(const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims)
 {
     return filter_dims->h * filter_dims->w * input_dims->c * (int32_t)sizeof(float);
 }

@@ -31,11 +31,22 @@ arm_cmsis_nn_status pockmcu_convolve_split_s8(const cmsis_nn_context *ctx,
                                               int8_t *output_data,
                                               int32_t ort_rounding)
 {
-    if (input_dims->c != filter_dims->c || head_c < 0 || head_c > filter_dims->c ||
-        (head_c > 0 && filter_head == NULL))
+    if (input_dims->c != filter_dims->c || head_c < 0 || head_c > filter_dims->c || (head_c > 0 && filter_head == NULL))
     {
         return ARM_CMSIS_NN_ARG_ERROR;
     }
-    return pockmcu_conv_s8_loops(ctx, conv_params, quant_params, input_dims, input_data, filter_dims,
-        filter_data, filter_head, head_c, bias_dims, bias_data, output_dims, output_data, ort_rounding != 0);
+    return pockmcu_conv_s8_loops(ctx,
+                                 conv_params,
+                                 quant_params,
+                                 input_dims,
+                                 input_data,
+                                 filter_dims,
+                                 filter_data,
+                                 filter_head,
+                                 head_c,
+                                 bias_dims,
+                                 bias_data,
+                                 output_dims,
+                                 output_data,
+                                 ort_rounding != 0);
 }

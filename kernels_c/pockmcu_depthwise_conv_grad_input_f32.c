@@ -45,8 +45,8 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_f32(const cmsis_nn_dw_conv
     const int32_t pad_w = dw_conv_params->padding.w;
     int32_t b, oy, ox, ky, kx, ic, m;
 
-    if (ch_mult < 1 || in_c < 0 || in_c * ch_mult != out_c || output_dims->c != out_c || stride_h < 1 ||
-        stride_w < 1 || dil_h < 1 || dil_w < 1 || batches < 0 || in_h < 0 || in_w < 0)
+    if (ch_mult < 1 || in_c < 0 || in_c * ch_mult != out_c || output_dims->c != out_c || stride_h < 1 || stride_w < 1 ||
+        dil_h < 1 || dil_w < 1 || batches < 0 || in_h < 0 || in_w < 0)
     {
         return ARM_CMSIS_NN_ARG_ERROR;
     }

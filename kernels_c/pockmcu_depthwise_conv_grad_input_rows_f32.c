@@ -39,13 +39,18 @@ int32_t pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(const cmsis_n
                                                                    const cmsis_nn_dims *input_dims,
                                                                    const cmsis_nn_dims *filter_dims)
 {
-    return ring_rows(dw_conv_params, filter_dims) * input_dims->w * block_channels(input_dims) *
-           (int32_t)sizeof(float);
+    return ring_rows(dw_conv_params, filter_dims) * input_dims->w * block_channels(input_dims) * (int32_t)sizeof(float);
 }
 
 /* Copy channels [c0, c0 + len) of ring row `row` to input row `row` of the gradient. */
-static void store_row(float *gi_b, const float *ring, int32_t row, int32_t rows, int32_t in_w, int32_t in_c,
-                      int32_t c0, int32_t len)
+static void store_row(float *gi_b,
+                      const float *ring,
+                      int32_t row,
+                      int32_t rows,
+                      int32_t in_w,
+                      int32_t in_c,
+                      int32_t c0,
+                      int32_t len)
 {
     const float *src = ring + (row % rows) * in_w * len;
     float *dst = gi_b + row * in_w * in_c + c0;
@@ -88,8 +93,7 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_co
 
     if (ch_mult < 1 || in_c * ch_mult != out_c || output_dims->c != out_c || dw_conv_params->stride.h != 1 ||
         dw_conv_params->stride.w != 1 || dil_h < 1 || dil_w < 1 || ring == NULL ||
-        ctx->size < pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(dw_conv_params, input_dims,
-                                                                               filter_dims))
+        ctx->size < pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(dw_conv_params, input_dims, filter_dims))
     {
         return ARM_CMSIS_NN_ARG_ERROR;
     }

@@ -22,6 +22,16 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_ort_s8(const cmsis_nn_context *ctx,
                                                   const cmsis_nn_dims *output_dims,
                                                   int8_t *output_data)
 {
-    return pockmcu_depthwise_conv_s8_loops(ctx, dw_conv_params, quant_params, input_dims, input_data,
-        filter_dims, filter_data, bias_dims, bias_data, output_dims, output_data, 1);
+    return pockmcu_depthwise_conv_s8_loops(ctx,
+                                           dw_conv_params,
+                                           quant_params,
+                                           input_dims,
+                                           input_data,
+                                           filter_dims,
+                                           filter_data,
+                                           bias_dims,
+                                           bias_data,
+                                           output_dims,
+                                           output_data,
+                                           1);
 }

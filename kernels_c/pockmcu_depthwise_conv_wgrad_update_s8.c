@@ -66,9 +66,8 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_wgrad_update_s8(const cmsis_nn_contex
     float *g;
     int32_t ky, kx, b, oy, ox, c, m, t;
 
-    if (stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1 || ch_mult < 1 || k_ch < 0 ||
-        channel_begin < 0 || out_c % ch_mult != 0 || channel_begin + k_ch > out_c / ch_mult ||
-        output_dims->c != out_c || k_h < 0 || k_w < 0)
+    if (stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1 || ch_mult < 1 || k_ch < 0 || channel_begin < 0 ||
+        out_c % ch_mult != 0 || channel_begin + k_ch > out_c / ch_mult || output_dims->c != out_c || k_h < 0 || k_w < 0)
     {
         return ARM_CMSIS_NN_ARG_ERROR;
     }

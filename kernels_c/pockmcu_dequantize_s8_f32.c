@@ -10,11 +10,8 @@
  */
 #include "pockmcu_nn.h"
 
-arm_cmsis_nn_status pockmcu_dequantize_s8_f32(const int8_t *input_data,
-                                              int32_t size,
-                                              float scale,
-                                              int32_t zero_point,
-                                              float *output_data)
+arm_cmsis_nn_status
+pockmcu_dequantize_s8_f32(const int8_t *input_data, int32_t size, float scale, int32_t zero_point, float *output_data)
 {
     int32_t i;
     for (i = 0; i < size; i++)

@@ -11,20 +11,29 @@
 #include "pockmcu_layer_loops.h"
 
 arm_cmsis_nn_status pockmcu_fully_connected_per_channel_ort_s8(const cmsis_nn_context *ctx,
-                                                       const cmsis_nn_fc_params *fc_params,
-                                                       const cmsis_nn_per_channel_quant_params *quant_params,
-                                                       const cmsis_nn_dims *input_dims,
-                                                       const int8_t *input_data,
-                                                       const cmsis_nn_dims *filter_dims,
-                                                       const int8_t *filter_data,
-                                                       const cmsis_nn_dims *bias_dims,
-                                                       const int32_t *bias_data,
-                                                       const cmsis_nn_dims *output_dims,
-                                                       int8_t *output_data)
+                                                               const cmsis_nn_fc_params *fc_params,
+                                                               const cmsis_nn_per_channel_quant_params *quant_params,
+                                                               const cmsis_nn_dims *input_dims,
+                                                               const int8_t *input_data,
+                                                               const cmsis_nn_dims *filter_dims,
+                                                               const int8_t *filter_data,
+                                                               const cmsis_nn_dims *bias_dims,
+                                                               const int32_t *bias_data,
+                                                               const cmsis_nn_dims *output_dims,
+                                                               int8_t *output_data)
 {
     (void)ctx;
     (void)bias_dims;
-    return pockmcu_fully_connected_s8_loops(fc_params, quant_params->multiplier, quant_params->shift, 1,
-                                            input_dims, input_data, filter_dims, filter_data,
-                                            bias_data, output_dims, output_data, 1);
+    return pockmcu_fully_connected_s8_loops(fc_params,
+                                            quant_params->multiplier,
+                                            quant_params->shift,
+                                            1,
+                                            input_dims,
+                                            input_data,
+                                            filter_dims,
+                                            filter_data,
+                                            bias_data,
+                                            output_dims,
+                                            output_data,
+                                            1);
 }

@@ -14,15 +14,16 @@
 #include <string.h>
 
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_ort.h"
+#include "pockmcu_nn_support_tflm.h"
 
 /* The loops must be inlined into each kernel for the constant rounding flag to fold away: left to
  * its own judgment gcc keeps the large function out of line and the kernels run ~57% more
  * instructions (KWS on Cortex-M4). */
 #if defined(__GNUC__) || defined(__clang__)
-#define POCKMCU_LOOPS_INLINE static inline __attribute__((always_inline))
+    #define POCKMCU_LOOPS_INLINE static inline __attribute__((always_inline))
 #else
-#define POCKMCU_LOOPS_INLINE static inline
+    #define POCKMCU_LOOPS_INLINE static inline
 #endif
 
 /* One accumulator requantized the TFLM way or the onnxruntime way (ort_rounding is a constant). */
@@ -138,8 +139,8 @@ POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_conv_s8_loops(const cmsis_nn_co
                     {
                         acc += bias_data[oc];
                     }
-                    acc = pockmcu_requantize_as(acc, quant_params->multiplier[oc], quant_params->shift[oc],
-                                                ort_rounding);
+                    acc =
+                        pockmcu_requantize_as(acc, quant_params->multiplier[oc], quant_params->shift[oc], ort_rounding);
                     acc += output_offset;
                     out[oc] = (int8_t)pockmcu_clamp_i32(acc, act_min, act_max);
                 }
@@ -229,8 +230,8 @@ pockmcu_depthwise_conv_s8_loops(const cmsis_nn_context *ctx,
                     {
                         acc += bias_data[oc];
                     }
-                    acc = pockmcu_requantize_as(acc, quant_params->multiplier[oc], quant_params->shift[oc],
-                                                ort_rounding);
+                    acc =
+                        pockmcu_requantize_as(acc, quant_params->multiplier[oc], quant_params->shift[oc], ort_rounding);
                     acc += output_offset;
                     out[oc] = (int8_t)pockmcu_clamp_i32(acc, act_min, act_max);
                 }
@@ -242,19 +243,18 @@ pockmcu_depthwise_conv_s8_loops(const cmsis_nn_context *ctx,
 
 /* Fully connected, per-tensor (per_channel 0: multiplier[0], shift[0]) or per-channel (1: multiplier[o],
  * shift[o]) requantization; per_channel and ort_rounding are constants at every call and fold away. */
-POCKMCU_LOOPS_INLINE arm_cmsis_nn_status
-pockmcu_fully_connected_s8_loops(const cmsis_nn_fc_params *fc_params,
-                                 const int32_t *multiplier,
-                                 const int32_t *shift,
-                                 const int32_t per_channel,
-                                 const cmsis_nn_dims *input_dims,
-                                 const int8_t *input_data,
-                                 const cmsis_nn_dims *filter_dims,
-                                 const int8_t *filter_data,
-                                 const int32_t *bias_data,
-                                 const cmsis_nn_dims *output_dims,
-                                 int8_t *output_data,
-                                 const int32_t ort_rounding)
+POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_fully_connected_s8_loops(const cmsis_nn_fc_params *fc_params,
+                                                                          const int32_t *multiplier,
+                                                                          const int32_t *shift,
+                                                                          const int32_t per_channel,
+                                                                          const cmsis_nn_dims *input_dims,
+                                                                          const int8_t *input_data,
+                                                                          const cmsis_nn_dims *filter_dims,
+                                                                          const int8_t *filter_data,
+                                                                          const int32_t *bias_data,
+                                                                          const cmsis_nn_dims *output_dims,
+                                                                          int8_t *output_data,
+                                                                          const int32_t ort_rounding)
 {
     const int32_t batches = input_dims->n;
     const int32_t accum_depth = filter_dims->n;
@@ -284,9 +284,9 @@ pockmcu_fully_connected_s8_loops(const cmsis_nn_fc_params *fc_params,
             {
                 acc += bias_data[o];
             }
-            acc = pockmcu_requantize_as(acc, per_channel ? multiplier[o] : mult0, per_channel ? shift[o] : shift0,
-                                        ort_rounding) +
-                  output_offset;
+            acc = pockmcu_requantize_as(
+                      acc, per_channel ? multiplier[o] : mult0, per_channel ? shift[o] : shift0, ort_rounding) +
+                output_offset;
             out[o] = (int8_t)pockmcu_clamp_i32(acc, act_min, act_max);
         }
     }
@@ -297,15 +297,15 @@ pockmcu_fully_connected_s8_loops(const cmsis_nn_fc_params *fc_params,
  * input channels of every filter tap are read from filter_head (rows of head_c) when head_c > 0. The
  * unsplit kernel passes NULL, 0 as constants, and the head code folds away. */
 POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_conv_grad_input_f32_loops(const cmsis_nn_conv_params *conv_params,
-                                                                        const cmsis_nn_dims *input_dims,
-                                                                        const cmsis_nn_dims *filter_dims,
-                                                                        const int8_t *filter,
-                                                                        const int8_t *filter_head,
-                                                                        const int32_t head_c,
-                                                                        const float *filter_scale,
-                                                                        const cmsis_nn_dims *output_dims,
-                                                                        const float *grad_output,
-                                                                        float *grad_input)
+                                                                           const cmsis_nn_dims *input_dims,
+                                                                           const cmsis_nn_dims *filter_dims,
+                                                                           const int8_t *filter,
+                                                                           const int8_t *filter_head,
+                                                                           const int32_t head_c,
+                                                                           const float *filter_scale,
+                                                                           const cmsis_nn_dims *output_dims,
+                                                                           const float *grad_output,
+                                                                           float *grad_input)
 {
     const int32_t batches = input_dims->n;
     const int32_t in_h = input_dims->h;
@@ -324,8 +324,8 @@ POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_conv_grad_input_f32_loops(const
     const int32_t pad_w = conv_params->padding.w;
     int32_t b, oy, ox, ky, kx, o, c;
 
-    if (filter_dims->c != in_c || output_dims->c != out_c || stride_h < 1 || stride_w < 1 || dil_h < 1 ||
-        dil_w < 1 || batches < 0 || in_h < 0 || in_w < 0 || in_c < 0)
+    if (filter_dims->c != in_c || output_dims->c != out_c || stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1 ||
+        batches < 0 || in_h < 0 || in_w < 0 || in_c < 0)
     {
         return ARM_CMSIS_NN_ARG_ERROR;
     }

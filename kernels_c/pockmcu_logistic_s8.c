@@ -11,7 +11,7 @@
  * (see pockmcu.fixedpoint.logistic_params).
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_tflm.h"
 
 arm_cmsis_nn_status pockmcu_logistic_s8(const int8_t *input_data,
                                         int32_t size,

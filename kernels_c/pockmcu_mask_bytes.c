@@ -3,7 +3,4 @@
  */
 #include "pockmcu_nn.h"
 
-int32_t pockmcu_mask_bytes(int32_t n)
-{
-    return (n + 7) / 8;
-}
+int32_t pockmcu_mask_bytes(int32_t n) { return (n + 7) / 8; }

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_common.h"
 
 arm_cmsis_nn_status pockmcu_max_pool_grad_f32(const cmsis_nn_pool_params *pool_params,
                                               const cmsis_nn_dims *input_dims,

@@ -10,7 +10,7 @@
  * output_offset = output_zero_point. Output layout {N, C}. Needs no scratch.
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_ort.h"
 
 arm_cmsis_nn_status pockmcu_mean_ort_s8(const cmsis_nn_dims *input_dims,
                                         const int8_t *input_data,

@@ -13,10 +13,10 @@
  *                         + out_zp, -128, 127).
  * input_offset = -input_zero_point, output_offset = output_zero_point.
  * Output layout {N, C}. Reductions over any contiguous run of axes map onto
- * this by folding dimensions (see pockmcu_nn.h). Needs no scratch buffer.
+ * this by folding dimensions (see pockmcu_nn_forward.h). Needs no scratch buffer.
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_tflm.h"
 
 arm_cmsis_nn_status pockmcu_mean_s8(const cmsis_nn_dims *input_dims,
                                     const int8_t *input_data,

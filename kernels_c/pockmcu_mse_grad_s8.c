@@ -8,8 +8,7 @@
  */
 #include "pockmcu_nn.h"
 
-float pockmcu_mse_grad_s8(const int8_t *y, int32_t n, float scale, int32_t zero_point, const float *target,
-                          float *grad)
+float pockmcu_mse_grad_s8(const int8_t *y, int32_t n, float scale, int32_t zero_point, const float *target, float *grad)
 {
     float sum = 0.0f;
     float count;

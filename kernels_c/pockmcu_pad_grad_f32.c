@@ -21,9 +21,9 @@ arm_cmsis_nn_status pockmcu_pad_grad_f32(const cmsis_nn_dims *input_dims,
     const int32_t out_c = pre_pad->c + input_dims->c + post_pad->c;
     int32_t b, y, x;
 
-    if (pre_pad->n < 0 || pre_pad->h < 0 || pre_pad->w < 0 || pre_pad->c < 0 || post_pad->n < 0 ||
-        post_pad->h < 0 || post_pad->w < 0 || post_pad->c < 0 || input_dims->n < 0 || input_dims->h < 0 ||
-        input_dims->w < 0 || input_dims->c < 0)
+    if (pre_pad->n < 0 || pre_pad->h < 0 || pre_pad->w < 0 || pre_pad->c < 0 || post_pad->n < 0 || post_pad->h < 0 ||
+        post_pad->w < 0 || post_pad->c < 0 || input_dims->n < 0 || input_dims->h < 0 || input_dims->w < 0 ||
+        input_dims->c < 0)
     {
         return ARM_CMSIS_NN_ARG_ERROR;
     }
@@ -34,9 +34,8 @@ arm_cmsis_nn_status pockmcu_pad_grad_f32(const cmsis_nn_dims *input_dims,
         {
             for (x = 0; x < input_dims->w; x++)
             {
-                const float *src =
-                    grad_output + (((b + pre_pad->n) * out_h + y + pre_pad->h) * out_w + x + pre_pad->w) * out_c +
-                    pre_pad->c;
+                const float *src = grad_output +
+                    (((b + pre_pad->n) * out_h + y + pre_pad->h) * out_w + x + pre_pad->w) * out_c + pre_pad->c;
                 memcpy(grad_input, src, (size_t)input_dims->c * sizeof(float));
                 grad_input += input_dims->c;
             }

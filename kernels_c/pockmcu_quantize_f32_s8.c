@@ -9,13 +9,10 @@
  * TFLM gives on Arm, whose VCVT saturates and maps NaN to 0).
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_tflm.h"
 
-arm_cmsis_nn_status pockmcu_quantize_f32_s8(const float *input_data,
-                                            int32_t size,
-                                            float scale,
-                                            int32_t zero_point,
-                                            int8_t *output_data)
+arm_cmsis_nn_status
+pockmcu_quantize_f32_s8(const float *input_data, int32_t size, float scale, int32_t zero_point, int8_t *output_data)
 {
     int32_t i;
     for (i = 0; i < size; i++)

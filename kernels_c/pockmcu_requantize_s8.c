@@ -12,7 +12,7 @@
  * input_offset = -input_zero_point, output_offset = output_zero_point.
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_tflm.h"
 
 arm_cmsis_nn_status pockmcu_requantize_s8(const int8_t *input_data,
                                           int32_t size,

@@ -15,7 +15,7 @@
  * integer arithmetic (pockmcu_f32_*).
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_ort.h"
 
 void pockmcu_softmax_ort_s8(const int8_t *input,
                             int32_t num_rows,

@@ -12,7 +12,7 @@
  * accumulating. A batch < 1 is taken as 1.
  */
 #include "pockmcu_nn.h"
-#include "pockmcu_nn_support.h"
+#include "pockmcu_nn_support_common.h"
 
 void pockmcu_update_s32(int32_t *q,
                         const float *grad,

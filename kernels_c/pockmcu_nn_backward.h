@@ -1,0 +1,394 @@
+/*
+ * pockmcu_nn_backward.h - on-device training: input gradients, activation masks and losses (float32).
+ *
+ * Gradients are float32 with respect to REAL (dequantized) values; the int8 weights and saved
+ * activations are dequantized on the fly. Every loop has a fixed, documented summation order (see each
+ * kernels_c/pockmcu_*.c), so the host and Cortex-M give identical bits (build with -ffp-contract=off).
+ * Kernels that write a whole gradient zero it first. The update rule is in pockmcu_nn_train.h.
+ */
+#ifndef POCKMCU_NN_BACKWARD_H
+#define POCKMCU_NN_BACKWARD_H
+
+#include "pockmcu_nn_train.h"
+#include "pockmcu_nn_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @brief Input gradient of a 2D convolution (no groups).
+ *
+ * grad_input[n,h,w,c] = sum over (oh, ow, i, j, o) with h = oh * stride_h - pad_h + i * dil_h (w likewise)
+ * in bounds of (grad_output[n,oh,ow,o] * filter_scale[o]) * filter[o,i,j,c], summed in that order from +0;
+ * terms with grad_output == 0 are skipped. No scratch buffer and no size query.
+ *
+ * @param[in]      conv_params    The forward's stride, padding and dilation; the offsets and activation are not read.
+ * @param[in]      input_dims     Input shape [N, H, W, C_IN].
+ * @param[in]      filter_dims    Filter shape [C_OUT, KH, KW, C_IN].
+ * @param[in]      filter         Filter, int8, OHWI (real weight = filter_scale[o] * filter, zero point 0).
+ * @param[in]      filter_scale   float32 [C_OUT] weight scales.
+ * @param[in]      output_dims    Output shape [N, OH, OW, C_OUT].
+ * @param[in]      grad_output    Gradient w.r.t. the real output, float32 NHWC.
+ * @param[out]     grad_input     Gradient w.r.t. the real input, float32 NHWC; fully written.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR if filter_dims->c != C_IN, output_dims->c != C_OUT,
+ *         a stride or dilation is < 1 or an input dimension is negative.
+ */
+arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *conv_params,
+                                                const cmsis_nn_dims *input_dims,
+                                                const cmsis_nn_dims *filter_dims,
+                                                const int8_t *filter,
+                                                const float *filter_scale,
+                                                const cmsis_nn_dims *output_dims,
+                                                const float *grad_output,
+                                                float *grad_input);
+
+/**
+ * @brief pockmcu_conv_grad_input_f32 for a filter stored in two parts (as pockmcu_convolve_split_s8).
+ *
+ * The first head_c input channels of every tap are read from filter_head, the rest from filter; the
+ * result is bit-identical to pockmcu_conv_grad_input_f32 on the merged filter.
+ *
+ * @param[in]      conv_params    As for pockmcu_conv_grad_input_f32.
+ * @param[in]      input_dims     Input shape [N, H, W, C_IN].
+ * @param[in]      filter_dims    Filter shape [C_OUT, KH, KW, C_IN].
+ * @param[in]      filter         Full filter, int8, OHWI; its first head_c values of every tap are not read.
+ * @param[in]      filter_head    int8 [C_OUT][KH][KW][head_c]: channels [0, head_c) of every tap.
+ * @param[in]      head_c         Channels read from filter_head, 0 < head_c <= C_IN.
+ * @param[in]      filter_scale   float32 [C_OUT] weight scales.
+ * @param[in]      output_dims    Output shape [N, OH, OW, C_OUT].
+ * @param[in]      grad_output    Gradient w.r.t. the real output, float32 NHWC.
+ * @param[out]     grad_input     Gradient w.r.t. the real input, float32 NHWC; fully written.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR if head_c is out of range, filter_head is NULL, or
+ *         as pockmcu_conv_grad_input_f32.
+ */
+arm_cmsis_nn_status pockmcu_conv_grad_input_split_f32(const cmsis_nn_conv_params *conv_params,
+                                                      const cmsis_nn_dims *input_dims,
+                                                      const cmsis_nn_dims *filter_dims,
+                                                      const int8_t *filter,
+                                                      const int8_t *filter_head,
+                                                      int32_t head_c,
+                                                      const float *filter_scale,
+                                                      const cmsis_nn_dims *output_dims,
+                                                      const float *grad_output,
+                                                      float *grad_input);
+
+/**
+ * @brief Input gradient of a depthwise convolution.
+ *
+ * grad_input[n,h,w,ic] = sum over (oh, ow, i, j, m), in that order from +0, of
+ * (grad_output[n,oh,ow,oc] * filter_scale[oc]) * filter[i,j,oc], oc = ic * ch_mult + m.
+ * No scratch buffer and no size query.
+ *
+ * @param[in]      dw_conv_params The forward's ch_mult, stride, padding and dilation; offsets and activation not read.
+ * @param[in]      input_dims     Input shape [N, H, W, C_IN].
+ * @param[in]      filter_dims    Filter shape [1, KH, KW, C_OUT], C_OUT = C_IN * ch_mult.
+ * @param[in]      filter         Filter, int8, 1HWC.
+ * @param[in]      filter_scale   float32 [C_OUT] weight scales.
+ * @param[in]      output_dims    Output shape [N, OH, OW, C_OUT].
+ * @param[in]      grad_output    Gradient w.r.t. the real output, float32 NHWC.
+ * @param[out]     grad_input     Gradient w.r.t. the real input, float32 NHWC; fully written.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for inconsistent channel counts, ch_mult < 1, a
+ *         stride or dilation < 1 or a negative input dimension.
+ */
+arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_f32(const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                          const cmsis_nn_dims *input_dims,
+                                                          const cmsis_nn_dims *filter_dims,
+                                                          const int8_t *filter,
+                                                          const float *filter_scale,
+                                                          const cmsis_nn_dims *output_dims,
+                                                          const float *grad_output,
+                                                          float *grad_input);
+
+/**
+ * @brief pockmcu_depthwise_conv_grad_input_f32 for stride 1, row by row, able to run in place.
+ *
+ * Bit-identical to pockmcu_depthwise_conv_grad_input_f32. Input rows are gathered for blocks of up to 16
+ * channels into a ring in ctx->buf and stored once no later row reads the output row they overwrite, so
+ * grad_input may be grad_output when their shapes match (ch_mult 1).
+ *
+ * @param[in]      ctx            ctx->buf: pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size() bytes,
+ *                                float aligned; ctx->size is checked.
+ * @param[in]      dw_conv_params As for pockmcu_depthwise_conv_grad_input_f32; stride must be 1.
+ * @param[in]      input_dims     Input shape [N, H, W, C_IN].
+ * @param[in]      filter_dims    Filter shape [1, KH, KW, C_OUT], C_OUT = C_IN * ch_mult.
+ * @param[in]      filter         Filter, int8, 1HWC.
+ * @param[in]      filter_scale   float32 [C_OUT] weight scales.
+ * @param[in]      output_dims    Output shape [N, OH, OW, C_OUT].
+ * @param[in]      grad_output    Gradient w.r.t. the real output, float32 NHWC.
+ * @param[out]     grad_input     Gradient w.r.t. the real input, float32 NHWC; fully written; may be grad_output.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for a stride other than 1, inconsistent channel
+ *         counts, ch_mult or dilation < 1, or a missing or too small ctx->buf.
+ */
+arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_context *ctx,
+                                                               const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                               const cmsis_nn_dims *input_dims,
+                                                               const cmsis_nn_dims *filter_dims,
+                                                               const int8_t *filter,
+                                                               const float *filter_scale,
+                                                               const cmsis_nn_dims *output_dims,
+                                                               const float *grad_output,
+                                                               float *grad_input);
+
+/**
+ * @brief Scratch size of pockmcu_depthwise_conv_grad_input_rows_f32: a ring of rows for a block of channels.
+ *
+ * max(1, (KH - 1) * dil_h - pad_h + 1) rows of W * min(C_IN, 16) floats.
+ *
+ * @param[in]      dw_conv_params Dilation and padding of the forward.
+ * @param[in]      input_dims     Input shape; w and c are read.
+ * @param[in]      filter_dims    Filter shape; h is read.
+ *
+ * @return Scratch bytes for ctx->buf.
+ */
+int32_t pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                                   const cmsis_nn_dims *input_dims,
+                                                                   const cmsis_nn_dims *filter_dims);
+
+/**
+ * @brief Input gradient of a fully connected layer.
+ *
+ * grad_input[b][i] = sum over o ascending, from +0, of (grad_output[b][o] * filter_scale[o]) *
+ * (filter[o][i] + filter_offset); terms with grad_output == 0 are skipped. No scratch buffer.
+ *
+ * @param[in]      input_dims     n = batches B, c = input features D.
+ * @param[in]      filter_dims    n = D, c = output features C_OUT (as the forward).
+ * @param[in]      filter         Weights, int8 [C_OUT][D].
+ * @param[in]      filter_offset  -filter zero point.
+ * @param[in]      filter_scale   float32 [C_OUT] weight scales (a per tensor scale repeated).
+ * @param[in]      grad_output    Gradient w.r.t. the real output, float32 [B][C_OUT].
+ * @param[out]     grad_input     Gradient w.r.t. the real input, float32 [B][D]; fully written.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR if input_dims->c != filter_dims->n or a dimension
+ *         is negative.
+ */
+arm_cmsis_nn_status pockmcu_fully_connected_grad_input_f32(const cmsis_nn_dims *input_dims,
+                                                           const cmsis_nn_dims *filter_dims,
+                                                           const int8_t *filter,
+                                                           int32_t filter_offset,
+                                                           const float *filter_scale,
+                                                           const float *grad_output,
+                                                           float *grad_input);
+
+/**
+ * @brief Packs the 1-bit activation mask of a ReLU / ReLU6 for its backward: bit k = (lo < x[k] < hi).
+ *
+ * Bit k is bit k % 8 (LSB first) of byte k / 8. All pockmcu_mask_bytes(n) bytes are written; the unused
+ * high bits of the last byte are 0.
+ *
+ * @param[in]      x              Saved activation output, int8 [n].
+ * @param[in]      n              Number of elements.
+ * @param[in]      lo             The activation's lower clamp (act_min).
+ * @param[in]      hi             Its upper clamp (act_max), or 128 when there is none.
+ * @param[out]     mask           uint8 [pockmcu_mask_bytes(n)].
+ */
+void pockmcu_mask_pack_s8(const int8_t *x, int32_t n, int32_t lo, int32_t hi, uint8_t *mask);
+
+/**
+ * @brief Applies a 1-bit mask to a gradient in place: grad[k] = 0 where bit k is 0.
+ *
+ * @param[in,out]  grad           Gradient, float32 [n].
+ * @param[in]      mask           Mask in pockmcu_mask_pack_s8's layout, uint8 [pockmcu_mask_bytes(n)].
+ * @param[in]      n              Number of elements.
+ */
+void pockmcu_mask_apply_f32(float *grad, const uint8_t *mask, int32_t n);
+
+/**
+ * @brief Size of a 1-bit mask.
+ *
+ * @param[in]      n              Number of elements.
+ *
+ * @return Bytes of the mask: (n + 7) / 8.
+ */
+int32_t pockmcu_mask_bytes(int32_t n);
+
+/**
+ * @brief Input gradient of average pooling.
+ *
+ * Window geometry as arm_avgpool_s8; each output gradient divided by the count of in-bounds taps is added
+ * to every in-bounds input of its window. The forward's activation clamp is not differentiated.
+ *
+ * @param[in]      pool_params    Stride (>= 1) and top/left padding; activation not read.
+ * @param[in]      input_dims     Input shape [N, H, W, C].
+ * @param[in]      filter_dims    h, w = window KH, KW.
+ * @param[in]      output_dims    h, w = OH, OW.
+ * @param[in]      grad_output    Gradient w.r.t. the real output, float32 [N, OH, OW, C].
+ * @param[out]     grad_input     Gradient w.r.t. the real input, float32 [N, H, W, C]; fully written.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for a stride < 1, a negative dimension, or a window
+ *         with no in-bounds input (grad_input is then partly written).
+ */
+arm_cmsis_nn_status pockmcu_avgpool_grad_f32(const cmsis_nn_pool_params *pool_params,
+                                             const cmsis_nn_dims *input_dims,
+                                             const cmsis_nn_dims *filter_dims,
+                                             const cmsis_nn_dims *output_dims,
+                                             const float *grad_output,
+                                             float *grad_input);
+
+/**
+ * @brief Input gradient of max pooling: each output gradient goes to the first maximum of its window.
+ *
+ * First in scan order (row outer, column inner; in-bounds taps only), PyTorch's tie rule. The forward's
+ * activation clamp is not differentiated.
+ *
+ * @param[in]      pool_params    Stride (>= 1) and top/left padding; activation not read.
+ * @param[in]      input_dims     Input shape [N, H, W, C].
+ * @param[in]      input          The forward's saved input, int8, NHWC.
+ * @param[in]      filter_dims    h, w = window KH, KW.
+ * @param[in]      output_dims    h, w = OH, OW.
+ * @param[in]      grad_output    Gradient w.r.t. the real output, float32 [N, OH, OW, C].
+ * @param[out]     grad_input     Gradient w.r.t. the real input, float32 [N, H, W, C]; fully written.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for a stride < 1 or a negative dimension.
+ */
+arm_cmsis_nn_status pockmcu_max_pool_grad_f32(const cmsis_nn_pool_params *pool_params,
+                                              const cmsis_nn_dims *input_dims,
+                                              const int8_t *input,
+                                              const cmsis_nn_dims *filter_dims,
+                                              const cmsis_nn_dims *output_dims,
+                                              const float *grad_output,
+                                              float *grad_input);
+
+/**
+ * @brief Input gradient of MEAN over H and W: grad_input[n,h,w,c] = grad_output[n][c] / (H * W).
+ *
+ * Any contiguous reduction folds onto this as for pockmcu_mean_s8.
+ *
+ * @param[in]      input_dims     Input shape [N, H, W, C].
+ * @param[in]      grad_output    Gradient w.r.t. the real output, float32 [N][C].
+ * @param[out]     grad_input     Gradient w.r.t. the real input, float32 [N, H, W, C]; fully written.
+ */
+void pockmcu_mean_grad_f32(const cmsis_nn_dims *input_dims, const float *grad_output, float *grad_input);
+
+/**
+ * @brief Backward of a 1x1 stride-1 convolution whose output feeds a spatial mean, without the broadcast
+ *        gradient tensor.
+ *
+ * dz[n,p,o] = bit (n * H * W + p) * C_OUT + o of mask ? grad_mean[n][o] / (H * W) : 0 is formed where it is
+ * read; then, if bias != NULL, the bias update of pockmcu_bias_update_s32 on dz, and, if grad_input != NULL,
+ * the input gradient of pockmcu_conv_grad_input_f32; bit-identical to that unfused sequence.
+ *
+ * @param[in]      output_dims    The convolution's output shape [N, H, W, C_OUT] (the mean's input).
+ * @param[in]      grad_mean      Gradient w.r.t. the mean's real output, float32 [N][C_OUT].
+ * @param[in]      mask           The convolution's activation mask (pockmcu_mask_pack_s8 layout) over N*H*W*C_OUT.
+ * @param[in]      filter_dims    Filter shape [C_OUT, 1, 1, C_IN].
+ * @param[in]      filter         Filter, int8 [C_OUT][C_IN]; read only when grad_input != NULL.
+ * @param[in]      filter_scale   float32 [C_OUT] weight scales; read only when grad_input != NULL.
+ * @param[in,out]  bias           Biases, int32 [C_OUT], updated; NULL when the bias does not train.
+ * @param[in]      bias_coef      float32 [C_OUT], as coef of pockmcu_bias_update_s32; read only with bias.
+ * @param[in,out]  accum          Bias batch accumulators, float32 [C_OUT], or NULL.
+ * @param[in,out]  velocity       Bias momentum buffers, float32 [C_OUT], or NULL.
+ * @param[in]      opt            Optimizer settings; read only with bias.
+ * @param[in,out]  rng            xorshift32 state; read only with bias.
+ * @param[out]     grad_input     Gradient w.r.t. the real input, float32 [N, H, W, C_IN], fully written; or
+ *                                NULL when nothing upstream trains.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR if the filter is not C_OUT x 1 x 1, H * W < 1 or a
+ *         dimension is negative.
+ */
+arm_cmsis_nn_status pockmcu_conv_1x1_grad_from_mean_f32(const cmsis_nn_dims *output_dims,
+                                                        const float *grad_mean,
+                                                        const uint8_t *mask,
+                                                        const cmsis_nn_dims *filter_dims,
+                                                        const int8_t *filter,
+                                                        const float *filter_scale,
+                                                        int32_t *bias,
+                                                        const float *bias_coef,
+                                                        float *accum,
+                                                        float *velocity,
+                                                        const pockmcu_optimizer *opt,
+                                                        uint32_t *rng,
+                                                        float *grad_input);
+
+/**
+ * @brief Input gradient of PAD: a crop of the padded gradient.
+ *
+ * grad_input[n,h,w,c] = grad_output[n + pre_pad->n, h + pre_pad->h, w + pre_pad->w, c + pre_pad->c].
+ *
+ * @param[in]      input_dims     The unpadded input shape [N, H, W, C].
+ * @param[in]      pre_pad        Padding before the input in n, h, w, c (as arm_pad_s8).
+ * @param[in]      post_pad       Padding after the input in n, h, w, c.
+ * @param[in]      grad_output    Gradient w.r.t. the padded output, float32 NHWC of the padded shape.
+ * @param[out]     grad_input     Gradient w.r.t. the input, float32 [N, H, W, C]; fully written.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for a negative pad or dimension.
+ */
+arm_cmsis_nn_status pockmcu_pad_grad_f32(const cmsis_nn_dims *input_dims,
+                                         const cmsis_nn_dims *pre_pad,
+                                         const cmsis_nn_dims *post_pad,
+                                         const float *grad_output,
+                                         float *grad_input);
+
+/**
+ * @brief Element-wise float32 sum out[k] = a[k] + b[k] (gradient fan-in).
+ *
+ * @param[in]      a              First addend, float32 [n].
+ * @param[in]      b              Second addend, float32 [n].
+ * @param[out]     out            Sum, float32 [n]; may be a or b.
+ * @param[in]      n              Number of elements.
+ */
+void pockmcu_add_f32(const float *a, const float *b, float *out, int32_t n);
+
+/**
+ * @brief Softmax cross-entropy loss and its gradient w.r.t. the logits, from the int8 softmax output.
+ *
+ * grad_logits[c] = beta * ((probs[c] + 128) / 256 - (c == label)); one rounding, in the product by beta.
+ *
+ * @param[in]      probs          Softmax output, int8 [classes], scale 1/256, zero point -128.
+ * @param[in]      classes        Number of classes.
+ * @param[in]      label          True class; outside [0, classes) the one-hot term is left out.
+ * @param[in]      beta           Loss scale (e.g. 1 / batch).
+ * @param[in]      nll_table      float32 [256]: -ln(p) for each int8 probability, index value + 128.
+ * @param[out]     grad_logits    Gradient, float32 [classes].
+ *
+ * @return The loss nll_table[probs[label] + 128], or 0 for a label outside [0, classes).
+ */
+float pockmcu_softmax_xent_grad_s8(const int8_t *probs,
+                                   int32_t classes,
+                                   int32_t label,
+                                   float beta,
+                                   const float *nll_table,
+                                   float *grad_logits);
+
+/**
+ * @brief Mean squared error of an int8 output and its gradient w.r.t. the real output.
+ *
+ * d_k = scale * (y[k] - zero_point) - target[k]; grad[k] = 2 * d_k / n.
+ *
+ * @param[in]      y              Output, int8 [n].
+ * @param[in]      n              Number of elements.
+ * @param[in]      scale          Output scale.
+ * @param[in]      zero_point     Output zero point.
+ * @param[in]      target         Target, float32 [n], real values.
+ * @param[out]     grad           Gradient, float32 [n].
+ *
+ * @return (sum over k ascending, from +0, of d_k^2) / n; 0 when n <= 0.
+ */
+float pockmcu_mse_grad_s8(const int8_t *y,
+                          int32_t n,
+                          float scale,
+                          int32_t zero_point,
+                          const float *target,
+                          float *grad);
+
+/**
+ * @brief Mean squared error of a float32 output and its gradient: d_k = y[k] - target[k], grad[k] = 2 d_k / n.
+ *
+ * @param[in]      y              Output, float32 [n].
+ * @param[in]      n              Number of elements.
+ * @param[in]      target         Target, float32 [n].
+ * @param[out]     grad           Gradient, float32 [n]; may be y.
+ *
+ * @return (sum over k ascending, from +0, of d_k^2) / n; 0 when n <= 0.
+ */
+float pockmcu_mse_grad_f32(const float *y, int32_t n, const float *target, float *grad);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POCKMCU_NN_BACKWARD_H */

@@ -1,0 +1,214 @@
+/*
+ * pockmcu_nn_forward.h - pockmcu's own int8 forward kernels with TFLite Micro's numerics.
+ *
+ * Operators CMSIS-NN has no kernel for (MEAN, LOGISTIC, QUANTIZE, DEQUANTIZE, int8 requantization),
+ * the single-rounding average pool the ONNX frontend needs, and the convolution over a filter split
+ * between RAM and flash that a channel-sparse on-device update uses. Requantization is TFLM's double
+ * rounding MultiplyByQuantizedMultiplier unless stated otherwise; multiplier/shift pairs are TFLM's
+ * QuantizeMultiplier (shift > 0 is a left shift). None of them needs scratch memory.
+ */
+#ifndef POCKMCU_NN_FORWARD_H
+#define POCKMCU_NN_FORWARD_H
+
+#include "pockmcu_nn_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @brief int8 MEAN over the H and W axes (TFLM QuantizedMeanOrSum).
+ *
+ * Any reduction over a contiguous run of axes maps onto this by folding dimensions: n = product of
+ * the outer axes, h * w = product of the reduced axes, c = product of the inner axes. The kernel
+ * folds 1 / (H * W) into the multiplier at run time exactly as TFLM's Eval does; the result is clamped
+ * to [-128, 127]. An empty reduction (H * W <= 0) writes zeros, as TFLM leaves its output.
+ *
+ * @param[in]      input_dims     Input shape [N, H, W, C].
+ * @param[in]      input_data     Input, int8, NHWC.
+ * @param[in]      input_offset   -input zero point.
+ * @param[in]      output_offset  Output zero point.
+ * @param[in]      multiplier     QuantizeMultiplier(s_in / s_out), as TFLM's Prepare computes it.
+ * @param[in]      shift          Its shift.
+ * @param[out]     output_data    Output, int8 [N][C] (the same bytes with or without keep_dims).
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status pockmcu_mean_s8(const cmsis_nn_dims *input_dims,
+                                    const int8_t *input_data,
+                                    int32_t input_offset,
+                                    int32_t output_offset,
+                                    int32_t multiplier,
+                                    int32_t shift,
+                                    int8_t *output_data);
+
+/**
+ * @brief int8 LOGISTIC (sigmoid), bit-exact with TFLM's reference_integer_ops::Logistic.
+ *
+ * Output zero point -128, scale 1/256. The last three parameters are TFLM's
+ * CalculateArithmeticOpDataLogistic results (pockmcu.fixedpoint.logistic_params).
+ *
+ * @param[in]      input_data         Input, int8 [size].
+ * @param[in]      size               Number of elements.
+ * @param[in]      input_offset       -input zero point.
+ * @param[in]      input_range_radius |x - zero point| at or beyond which the output saturates to -128 or 127.
+ * @param[in]      input_multiplier   Multiplier taking x - zero point to Q4.27.
+ * @param[in]      input_left_shift   Its shift.
+ * @param[out]     output_data        Output, int8 [size].
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status pockmcu_logistic_s8(const int8_t *input_data,
+                                        int32_t size,
+                                        int32_t input_offset,
+                                        int32_t input_range_radius,
+                                        int32_t input_multiplier,
+                                        int32_t input_left_shift,
+                                        int8_t *output_data);
+
+/**
+ * @brief float32 to int8 QUANTIZE (TFLM AffineQuantize).
+ *
+ * q = round_half_away(x / scale) + zero_point (float32 division, no libm), clamped to [-128, 127];
+ * +-inf and huge values saturate, NaN gives the zero point (as TFLM on Arm).
+ *
+ * @param[in]      input_data     Input, float32 [size].
+ * @param[in]      size           Number of elements.
+ * @param[in]      scale          Output scale.
+ * @param[in]      zero_point     Output zero point.
+ * @param[out]     output_data    Output, int8 [size].
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status
+pockmcu_quantize_f32_s8(const float *input_data, int32_t size, float scale, int32_t zero_point, int8_t *output_data);
+
+/**
+ * @brief int8 to float32 DEQUANTIZE (TFLM Dequantize): scale * (x - zero_point).
+ *
+ * The float32 product equals TFLM's (float)((double)scale * (x - zero_point)) exactly (assumes no
+ * flush-to-zero, which only matters for subnormal scales).
+ *
+ * @param[in]      input_data     Input, int8 [size].
+ * @param[in]      size           Number of elements.
+ * @param[in]      scale          Input scale.
+ * @param[in]      zero_point     Input zero point.
+ * @param[out]     output_data    Output, float32 [size].
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status
+pockmcu_dequantize_s8_f32(const int8_t *input_data, int32_t size, float scale, int32_t zero_point, float *output_data);
+
+/**
+ * @brief int8 to int8 requantization (TFLM QUANTIZE int8 -> int8).
+ *
+ * out = clamp(MultiplyByQuantizedMultiplier(x + input_offset, multiplier, shift) + output_offset,
+ * act_min, act_max). With equal scales (multiplier 2^30, shift 1) it is an exact zero point change
+ * and clamp, which is how a standalone ONNX Relu / Clip on a quantized tensor is lowered.
+ *
+ * @param[in]      input_data     Input, int8 [size].
+ * @param[in]      size           Number of elements.
+ * @param[in]      input_offset   -input zero point.
+ * @param[in]      multiplier     QuantizeMultiplier(s_in / s_out).
+ * @param[in]      shift          Its shift.
+ * @param[in]      output_offset  Output zero point.
+ * @param[in]      act_min        Lower clamp (int8 domain).
+ * @param[in]      act_max        Upper clamp (int8 domain).
+ * @param[out]     output_data    Output, int8 [size].
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status pockmcu_requantize_s8(const int8_t *input_data,
+                                          int32_t size,
+                                          int32_t input_offset,
+                                          int32_t multiplier,
+                                          int32_t shift,
+                                          int32_t output_offset,
+                                          int32_t act_min,
+                                          int32_t act_max,
+                                          int8_t *output_data);
+
+/**
+ * @brief int8 average pooling into another scale and zero point, with one rounding.
+ *
+ * Per output: out = clamp(MultiplyByQuantizedMultiplier(sum of the in-bounds (x + input_offset),
+ * multipliers[count - 1], shifts[count - 1]) + output_offset), count = number of in-bounds taps.
+ * Window geometry as arm_avgpool_s8. Lowers onnxruntime's QLinearAveragePool with differing input and
+ * output quantization, where an average followed by a requantization would round twice.
+ *
+ * @param[in]      pool_params    Stride (>= 1), top/left padding, activation clamp (int8 domain).
+ * @param[in]      input_dims     Input shape [N, H, W, C].
+ * @param[in]      input_data     Input, int8, NHWC.
+ * @param[in]      filter_dims    h, w = window KH, KW; n and c are not read.
+ * @param[in]      output_dims    h, w = OH, OW; n and c are not read.
+ * @param[in]      input_offset   -input zero point.
+ * @param[in]      output_offset  Output zero point.
+ * @param[in]      multipliers    [KH * KW]: entry k - 1 = QuantizeMultiplier(s_in / (s_out * k)).
+ * @param[in]      shifts         [KH * KW]: the matching shifts.
+ * @param[out]     output_data    Output, int8 [N, OH, OW, C].
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for a stride < 1 or a window with no in-bounds
+ *         input (output_data is then partly written).
+ */
+arm_cmsis_nn_status pockmcu_avgpool_requant_s8(const cmsis_nn_pool_params *pool_params,
+                                               const cmsis_nn_dims *input_dims,
+                                               const int8_t *input_data,
+                                               const cmsis_nn_dims *filter_dims,
+                                               const cmsis_nn_dims *output_dims,
+                                               int32_t input_offset,
+                                               int32_t output_offset,
+                                               const int32_t *multipliers,
+                                               const int32_t *shifts,
+                                               int8_t *output_data);
+
+/**
+ * @brief int8 2D convolution whose filter is stored in two parts (channel-sparse training).
+ *
+ * Computes what arm_convolve_wrapper_s8 (ort_rounding 0) or pockmcu_convolve_ort_s8 (ort_rounding 1)
+ * computes on the merged filter W, bit for bit:
+ *   W[o][ky][kx][c] = filter_head[((o * KH + ky) * KW + kx) * head_c + c]   for c <  head_c
+ *                   = filter_data[((o * KH + ky) * KW + kx) * C_IN + c]     for c >= head_c
+ * No groups. No scratch buffer and no size query.
+ *
+ * @param[in]      ctx            Scratch context; not read.
+ * @param[in]      conv_params    As for arm_convolve_wrapper_s8.
+ * @param[in]      quant_params   multiplier[C_OUT], shift[C_OUT]: TFLM QuantizeMultiplier pairs (ort_rounding
+ *                                0) or float32 scale mantissas and exponents (1, see pockmcu_convolve_ort_s8).
+ * @param[in]      input_dims     Input shape [N, H, W, C_IN].
+ * @param[in]      input_data     Input, int8, NHWC.
+ * @param[in]      filter_dims    Filter shape [C_OUT, KH, KW, C_IN].
+ * @param[in]      filter_data    Full filter, int8, OHWI (in flash); its first head_c values of every tap are
+ *                                not read.
+ * @param[in]      filter_head    The first head_c input channels of every tap, int8 [C_OUT][KH][KW][head_c]
+ *                                (the trained part, in RAM); NULL allowed when head_c is 0.
+ * @param[in]      head_c         Channels read from filter_head, 0 <= head_c <= C_IN.
+ * @param[in]      bias_dims      Bias shape [C_OUT]; not read.
+ * @param[in]      bias_data      Bias, int32 [C_OUT], or NULL for none.
+ * @param[in]      output_dims    Output shape [N, OH, OW, C_OUT].
+ * @param[out]     output_data    Output, int8, NHWC.
+ * @param[in]      ort_rounding   0: TFLM's requantization; nonzero: onnxruntime's.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR if input_dims->c != filter_dims->c, head_c is out of
+ *         range, filter_head is NULL with head_c > 0, or as arm_convolve_wrapper_s8.
+ */
+arm_cmsis_nn_status pockmcu_convolve_split_s8(const cmsis_nn_context *ctx,
+                                              const cmsis_nn_conv_params *conv_params,
+                                              const cmsis_nn_per_channel_quant_params *quant_params,
+                                              const cmsis_nn_dims *input_dims,
+                                              const int8_t *input_data,
+                                              const cmsis_nn_dims *filter_dims,
+                                              const int8_t *filter_data,
+                                              const int8_t *filter_head,
+                                              int32_t head_c,
+                                              const cmsis_nn_dims *bias_dims,
+                                              const int32_t *bias_data,
+                                              const cmsis_nn_dims *output_dims,
+                                              int8_t *output_data,
+                                              int32_t ort_rounding);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POCKMCU_NN_FORWARD_H */
