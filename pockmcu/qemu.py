@@ -1,5 +1,8 @@
 """Run firmware built for a qemu-* target in QEMU, with semihosting file I/O and exact instruction counts.
 
+(Over a serial line instead - a real board, or QEMU as one - the board app answers the framed protocol
+of firmware/PROTOCOL.md: pockmcu.board.client.run_samples gives the same RunResult.)
+
 The firmware (firmware/semihost_main.c) reads ``input.bin`` and writes
 ``output.bin``, ``stats.bin`` and, when built with PROFILE=1, ``profile.bin``
 in QEMU's working directory (a temporary directory here).
