@@ -441,11 +441,11 @@ def test_oversized_arena_fails_at_link_time(tmp_path):
 
 
 def test_budget_larger_than_part(tmp_path):
-    from pockmcu.build import build_target
+    from pockmcu.board.firmware import build_app
 
     out = make_project(tmp_path / "out", ram_bytes=1024 * 1024)
     with pytest.raises(PockError, match="larger than the nrf52840-dk's RAM"):
-        build_target(out, "nrf52840-dk")
+        build_app(out, "nrf52840-dk")  # the board app: the real boards' app
 
 
 @pytest.mark.parametrize("target", BOARD_TARGETS)

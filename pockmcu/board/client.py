@@ -303,13 +303,13 @@ class Client:
                 t = prof.ticks
                 d = [(t[k + 1] - t[k]) & 0xFFFFFFFF for k in range(prof.num_ops)]
                 if icount:
-                    d = [instructions_from_ticks(x, prof.timer_hz, ICOUNT_SHIFT) for x in d]
+                    d = [instructions_from_ticks(v, prof.timer_hz, ICOUNT_SHIFT) for v in d]
                 counts.append(d)
         overhead = None
         if prof is not None:
             overhead = (instructions_from_ticks(prof.overhead_ticks, prof.timer_hz, ICOUNT_SHIFT) if icount
                         else prof.overhead_ticks)
-            counts = [[x - overhead for x in c] for c in counts]
+            counts = [[v - overhead for v in c] for c in counts]
         samples = (self.get_stats().inferences - before) & 0xFFFFFFFF
         stack_used = self.get_info().stack_used
         return RunResult(b"".join(outputs), counts if profile else None, samples, stack_used,
