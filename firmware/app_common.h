@@ -1,5 +1,5 @@
 /*
- * Shared by the firmware apps (semihost_main.c, uart_main.c): exit statuses
+ * Shared by the firmware apps (semihost_main.c, board_main.c, ...): exit statuses
  * and the profiling hook.
  *
  * Exit statuses (QEMU's exit status under semihosting):

@@ -4,14 +4,16 @@
  * parameters in and out, checkpoints in flash that survive power loss.
  *
  * Built by `pockmcu flash` / `pockmcu emulate` (pockmcu/board/firmware.py),
- * which writes firmware/board_config.h (model hash, flash layout, flash
+ * which writes board_config.h into the build directory (model hash, flash layout, flash
  * driver) and links the app at BOARD_APP_BASE: after the bootloader on the
  * QEMU machines, at the start of flash on the real boards. The rest of the
  * runtime comes in as one translation unit (the Makefile compiles one app file).
+ * Built with PROFILE=1 it also answers PROFILE: per-op timer readings of the
+ * last inference (pockmcu_profile_hook, profile_hook.c).
  */
 #if defined(__has_include)
 #if !__has_include("board_config.h")
-#error "firmware/board_config.h is missing: build this app with pockmcu flash / pockmcu emulate (pockmcu/board/firmware.py writes it)"
+#error "board_config.h is missing: build this app with pockmcu flash / pockmcu emulate (pockmcu/board/firmware.py writes it into the build directory)"
 #endif
 #endif
 #include "board_config.h"
@@ -67,6 +69,18 @@ void board_power_cut(void)
     board_system_reset();          /* the QEMU power-loss test: stop writing, reset */
 }
 
+#ifdef POCKMCU_PROFILE
+static uint32_t profile_overhead;
+
+void board_profile(uint32_t *timer_hz, uint32_t *overhead_ticks, uint32_t *stack_bytes, const uint32_t **ticks)
+{
+    *timer_hz = port_timer_hz();
+    *overhead_ticks = profile_overhead;
+    *stack_bytes = port_stack_size();
+    *ticks = pockmcu_profile_ticks;
+}
+#endif
+
 static void settle(void)
 {
     /* let the last response byte leave the UART before resetting (~2 ms) */
@@ -79,6 +93,9 @@ int main(void)
 {
     board_uart_init();
     (void)board_uptime_ms();
+#ifdef POCKMCU_PROFILE
+    profile_overhead = pockmcu_profile_overhead();  /* before any op writes the readings */
+#endif
     board_app_init();
     for (;;) {
         int c = board_uart_getc();

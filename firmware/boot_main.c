@@ -9,7 +9,7 @@
  */
 #if defined(__has_include)
 #if !__has_include("board_config.h")
-#error "firmware/board_config.h is missing: build this app with pockmcu flash / pockmcu emulate (pockmcu/board/firmware.py writes it)"
+#error "board_config.h is missing: build this app with pockmcu flash / pockmcu emulate (pockmcu/board/firmware.py writes it into the build directory)"
 #endif
 #endif
 #include "board_config.h"

@@ -157,7 +157,8 @@ def build_target(out_dir: str | Path, target: str, profile: bool = False, *,
     """`make TARGET=<target> [PROFILE=1]`: Cortex-M firmware; returns the .elf path.
 
     cmsis_nn_path: build against a CMSIS-NN checkout instead of kernels/arm_*.c.
-    app: "semihost" (QEMU default) or "uart" (real-board default).
+    app: "semihost" (QEMU default) or "semihost_train"; the board app (the real-board default) needs the
+    board_config.h that pockmcu.board.firmware.build_app writes: build it there.
     """
     t = get_target(target)
     out = project_dir(out_dir)

@@ -1,5 +1,8 @@
 """Run firmware built for a qemu-* target in QEMU, with semihosting file I/O and exact instruction counts.
 
+(Over a serial line instead - a real board, or QEMU as one - the board app answers the framed protocol
+of firmware/PROTOCOL.md: pockmcu.board.client.run_samples gives the same RunResult.)
+
 The firmware (firmware/semihost_main.c) reads ``input.bin`` and writes
 ``output.bin``, ``stats.bin`` and, when built with PROFILE=1, ``profile.bin``
 in QEMU's working directory (a temporary directory here).
@@ -179,114 +182,3 @@ def _first_line(text: str, marker: str) -> str:
             regs = [" ".join(r.split()) for r in regs]
             return ln.strip() + (" [" + ", ".join(regs) + "]" if regs else "")
     return ""
-
-
-# ---------------------------------------------------------------- serial app
-# firmware/uart_main.c (make APP=uart): the same inference over a UART, for
-# real boards (/dev/ttyACM0, ...) and for QEMU with the UART on a TCP socket.
-
-UART_MAGIC = b"PKMU"
-
-
-def run_serial(url: str, input_bytes: bytes, sample_in: int | None = None, sample_out: int | None = None, *,
-               timeout: float = 120, baudrate: int = 115200, icount: bool = False) -> RunResult:
-    """Drive the serial app at `url` (a device path or a pyserial URL such as socket://127.0.0.1:PORT).
-
-    Profile counts (when the firmware was built with PROFILE=1) are timer ticks minus the empty-region
-    overhead: core cycles on the real boards (DWT_CYCCNT); with icount=True (QEMU under -icount shift=8)
-    they are converted to exact instruction counts as in run()."""
-    import socket
-    import time
-
-    import serial  # pyserial
-
-    deadline = time.monotonic() + timeout
-    ser = None
-    while ser is None:
-        try:
-            ser = serial.serial_for_url(url, baudrate=baudrate, timeout=1)
-        except (serial.SerialException, OSError) as exc:
-            if time.monotonic() > deadline:
-                raise PockError(f"cannot open {url}: {exc}") from None
-            time.sleep(0.05)
-    sock = getattr(ser, "_socket", None)
-    if sock is not None:  # each small round trip costs ~40 ms without it
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def rx(n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            if time.monotonic() > deadline:
-                raise PockError(f"{url}: no answer from the board within {timeout:g} s "
-                                f"(got {len(buf)} of {n} bytes); is the serial app (make APP=uart) running?")
-            try:
-                buf += ser.read(n - len(buf))
-            except serial.SerialException as exc:
-                raise PockError(f"{url}: connection lost ({exc})") from None
-        return buf
-
-    try:
-        ser.reset_input_buffer()
-        ser.write(b"H")
-        hello = rx(32)
-        if hello[:4] != UART_MAGIC:
-            raise PockError(f"{url}: not a pockmcu serial app (hello {hello[:8].hex()}); flash firmware built with APP=uart")
-        _, version, in_b, out_b, num_ops, has_prof, hz, overhead_ticks = struct.unpack("<8I", hello)
-        if sample_in is not None and sample_in != in_b:
-            raise PockError(f"{url}: the firmware takes {in_b} input bytes per sample, not {sample_in}")
-        if sample_out is not None and sample_out != out_b:
-            raise PockError(f"{url}: the firmware writes {out_b} output bytes per sample, not {sample_out}")
-        if len(input_bytes) % in_b:
-            raise PockError(f"input is {len(input_bytes)} bytes, not a whole number of {in_b}-byte samples")
-        n = len(input_bytes) // in_b
-        if icount:
-            overhead = instructions_from_ticks(overhead_ticks, hz, ICOUNT_SHIFT)
-        else:
-            overhead = overhead_ticks
-        outputs, counts = [], []
-        for i in range(n):
-            ser.write(b"I" + input_bytes[i * in_b:(i + 1) * in_b])
-            status = rx(1)[0]
-            outputs.append(rx(out_b))
-            if has_prof:
-                t = struct.unpack(f"<{num_ops + 1}I", rx(4 * (num_ops + 1)))
-                d = [(t[k + 1] - t[k]) & 0xFFFFFFFF for k in range(num_ops)]
-                counts.append([(instructions_from_ticks(x, hz, ICOUNT_SHIFT) if icount else x) - overhead for x in d])
-            if status != 0:
-                raise PockError(f"{url}: sample {i}: {EXIT_MEANING.get(status, f'status {status}')}")
-        ser.write(b"S")
-        samples, stack_used, stack_size = struct.unpack("<3I", rx(12))
-    finally:
-        ser.close()
-    return RunResult(b"".join(outputs), counts if has_prof else None, samples, stack_used, stack_size,
-                     overhead if has_prof else None, "")
-
-
-def run_uart(elf: str | Path, target: str, input_bytes: bytes, sample_in: int | None = None,
-             sample_out: int | None = None, profile: bool = False, timeout: float = 120) -> RunResult:
-    """Run firmware built with APP=uart in QEMU, its UART0 on a loopback TCP port, through run_serial()."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = qemu_command(elf, target, profile)
-    k = cmd.index("-serial")
-    cmd[k + 1] = f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on"
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            return run_serial(f"socket://127.0.0.1:{port}", input_bytes, sample_in, sample_out,
-                              timeout=timeout, icount=profile)
-        except PockError as exc:
-            try:
-                rc = proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                raise exc from None
-            log.seek(0)
-            detail = _first_line(log.read().decode(errors="replace"), "pockmcu:")
-            raise PockError(f"firmware on {target} exited with status {rc}: {EXIT_MEANING.get(rc, 'unknown failure')}"
-                            + (f" ({detail})" if detail else "")) from None
-        finally:
-            proc.kill()
-            proc.wait()

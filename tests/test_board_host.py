@@ -114,7 +114,7 @@ def _payload_for(t: int, rng: random.Random) -> bytes:
 def _fuzz_stream(rng: random.Random, n: int) -> bytes:
     common = [P.INFO, P.STATS, P.INFER, P.TRAIN, P.READ_PARAMS, P.WRITE_PARAMS, P.SAVE, P.LOAD, P.SET_SEED,
               P.SET_LR, P.STAGE_INPUT, P.CLEAR_STATS, P.PING]
-    rare = [P.RESET, P.BOOTLOADER, 0x00, 0x10, 0x42, 0x7E, P.ERROR, 0x81, 0x84, 0xFF]
+    rare = [P.RESET, P.BOOTLOADER, P.PROFILE, 0x00, 0x11, 0x42, 0x7E, P.ERROR, 0x81, 0x84, 0xFF]
     parts, last_valid = [], None
     for _ in range(n):
         k = rng.random()
@@ -214,13 +214,17 @@ def test_training_answers_repeat_without_applying(digits_out, tmp_path):
     exe = firmware.build_host_harness(digits_out, tmp_path / "harness", sanitize=False)
     train = P.encode_frame(P.TRAIN, 10, struct.pack("<Ii", 0, 3) + bytes(64))
     stream = P.encode_frame(P.SET_SEED, 9, struct.pack("<I", 1)) + train * 3 + \
-        P.encode_frame(P.TRAIN, 11, struct.pack("<Ii", 1, 3) + bytes(64)) + P.encode_frame(P.STATS, 12)
+        P.encode_frame(P.TRAIN, 11, struct.pack("<Ii", 1, 3) + bytes(64)) + P.encode_frame(P.STATS, 12) + \
+        P.encode_frame(P.PROFILE, 13) * 2 + P.encode_frame(P.STATS, 14)
     r = subprocess.run([str(exe)], input=stream, capture_output=True, timeout=60)
     a = P.Deframer().feed(r.stdout)
     steps = [P.TrainResult.parse(x.payload).steps for x in a[1:5]]
     assert steps == [1, 1, 1, 2]
     st = P.Stats.parse(a[5].payload)
     assert st.steps == 2 and st.api_steps == 2 and st.duplicates == 2
+    # PROFILE changes nothing: without PROFILE=1 it is refused each time, never answered from memory
+    assert [(x.type, x.seq, x.error_code) for x in a[6:8]] == [(P.ERROR, 13, P.E_UNSUPPORTED)] * 2
+    assert "PROFILE=1" in a[6].error_text and P.Stats.parse(a[8].payload).duplicates == 2
 
 
 # ---------------------------------------------------------------- layouts, images, builds
@@ -262,7 +266,8 @@ def test_board_app_builds_for_every_kind_of_board(digits_out, target):
     assert base == lay.app_base and base + len(image) <= lay.ckpt_base
     # the ELF's flash contents are exactly what objcopy puts in the .bin
     assert image == elf.with_suffix(".bin").read_bytes()
-    cfg = (digits_out / "firmware" / "board_config.h").read_text()
+    cfg = (elf.parent / "board_config.h").read_text()     # in the build's own directory
+    assert not (digits_out / "firmware" / "board_config.h").exists()
     assert f'"{lay.flash_impl}"' in cfg and firmware.model_hash(digits_out).hex()[:2].upper() in cfg.upper()
 
 

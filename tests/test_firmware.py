@@ -8,8 +8,10 @@ weighted int32 sum (kernels/arm_fake_sum.c, a "CMSIS-named" kernel).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -179,6 +181,11 @@ def make_project(out: Path, *, ram_bytes: int = 64 * 1024, arena: int = 256, sta
     (out / "Makefile").write_text(env.get_template("Makefile.j2").render(
         model_sources=["model.c", "weights.c"], ram_bytes=ram_bytes, flash_bytes=None, stack_bytes=stack,
         default_target=target, model_name="fake"))
+    # what the board app's build (pockmcu/board/firmware.py) reads: sizes, the RAM budget, no training
+    (out / "plan.json").write_text(json.dumps({
+        "model": "fake", "ram_budget_bytes": ram_bytes, "training": None,
+        "inputs": [{"bytes": N_IN0, "dtype": "int8"}, {"bytes": N_IN1, "dtype": "int8"}],
+        "outputs": [{"bytes": 64, "dtype": "int8"}, {"bytes": 4, "dtype": "int32"}]}))
     return out
 
 
@@ -235,7 +242,7 @@ def test_target_table_matches_make_fragments():
         assert mk["PORT"] == t.port and (firmware_dir() / "ports" / f"{t.port}.c").is_file(), name
         assert int(mk["FLASH_ORIGIN"], 16) == t.flash_origin and int(mk["PART_FLASH_BYTES"]) == t.flash_bytes, name
         assert int(mk["RAM_ORIGIN"], 16) == t.ram_origin and int(mk["PART_RAM_BYTES"]) == t.ram_bytes, name
-        assert mk["DEFAULT_APP"] == ("semihost" if t.is_qemu else "uart"), name
+        assert mk["DEFAULT_APP"] == ("semihost" if t.is_qemu else "board"), name
         if t.timer_kind == "cmsdk-down32":
             assert f"-DPORT_TIMER_BASE={t.timer_base:#010x}u" in mk["PORT_DEFS"], name
             assert f"-DPORT_TIMER_HZ={t.timer_hz}u" in mk["PORT_DEFS"], name
@@ -388,14 +395,35 @@ def test_fault_is_reported(tmp_path):
         run_samples(elf, "qemu-m55", DATA, SAMPLE_IN, SAMPLE_OUT, timeout=20)
 
 
-def test_uart_app_in_qemu(project):
+def test_board_app_inference_in_qemu(project):
+    """Inference over the one serial protocol (firmware/PROTOCOL.md): the board app built with PROFILE=1
+    in QEMU, UART0 on a loopback TCP port, real bytes through pyserial. Outputs, exact per-op
+    instruction counts and the overhead are those of the semihosting app."""
+    from pockmcu.board import protocol as P
+    from pockmcu.board.client import DeviceError, open_board, run_samples
+    from pockmcu.board.emulate import Emulator
     from pockmcu.build import build_target
-    from pockmcu.qemu import run_uart
+    from pockmcu.qemu import run
 
-    elf = build_target(project, "qemu-m4", profile=True, app="uart")
-    r = run_uart(elf, "qemu-m4", DATA, SAMPLE_IN, SAMPLE_OUT, profile=True, timeout=30)
-    assert r.outputs == EXPECTED and r.samples == 10 and r.stack_used > 0
-    assert {p[SPIN_OP] for p in r.profile} == {2 * SPIN + 3}
+    ref = run(build_target(project, "qemu-m4", profile=True), "qemu-m4", DATA, SAMPLE_IN, SAMPLE_OUT, profile=True)
+    with Emulator(project, "qemu-m4", profile=True) as emu:
+        r = run_samples(emu.url, DATA, SAMPLE_IN, SAMPLE_OUT, profile=True, icount=True, connect_timeout=10)
+        assert r.outputs == EXPECTED and r.samples == 10 and 0 < r.stack_used < r.stack_size == 4096
+        assert {p[SPIN_OP] for p in r.profile} == {2 * SPIN + 3}
+        assert r.profile == ref.profile and r.overhead_instructions == ref.overhead_instructions
+        c = open_board(emu.url)
+        try:
+            whole = c.profile()        # the readings of the last sample, in pages from any first reading
+            tail = P.Profile.parse(c.request(P.PROFILE, struct.pack("<I", 2)))
+            assert whole.num_ops == 3 and len(whole.ticks) == 4 and tail.first == 2 and tail.ticks == whole.ticks[2:]
+            with pytest.raises(DeviceError, match="past num_ops"):
+                c.request(P.PROFILE, struct.pack("<I", 5))
+            c.stage_input(DATA[:SAMPLE_IN], chunk=16)  # inputs too big for one frame go in pieces
+            assert c.infer(b"") == EXPECTED[:SAMPLE_OUT]
+            with pytest.raises(PockError, match="takes 80 input bytes per sample, not 81"):
+                c.run_samples(DATA, SAMPLE_IN + 1)
+        finally:
+            c.link.close()
 
 
 # ------------------------------------------------------ budgets and boards
@@ -413,19 +441,23 @@ def test_oversized_arena_fails_at_link_time(tmp_path):
 
 
 def test_budget_larger_than_part(tmp_path):
-    from pockmcu.build import build_target
+    from pockmcu.board.firmware import build_app
 
     out = make_project(tmp_path / "out", ram_bytes=1024 * 1024)
     with pytest.raises(PockError, match="larger than the nrf52840-dk's RAM"):
-        build_target(out, "nrf52840-dk")
+        build_app(out, "nrf52840-dk")  # the board app: the real boards' app
 
 
 @pytest.mark.parametrize("target", BOARD_TARGETS)
 def test_real_boards_compile_and_link(project, target):
+    """The board app (their default app) for each real board."""
+    from pockmcu.board.firmware import build_app
     from pockmcu.build import build_target, elf_size
     from pockmcu.targets import get_target
 
-    elf = build_target(project, target)
+    with pytest.raises(PockError, match="board_config.h is missing"):  # plain make: pockmcu writes the layout
+        build_target(project, target)
+    elf = build_app(project, target)
     size = elf_size(elf)
     t = get_target(target)
     assert 1000 < size["text"] < 16384 and size["stack"] == 4096 + 256  # + the handler stack
@@ -434,6 +466,21 @@ def test_real_boards_compile_and_link(project, target):
     assert t.flash_origin <= entry < t.flash_origin + t.flash_bytes  # reset vector points into flash
     if target == "rp2350":  # IMAGE_DEF block within the first 4 KB
         assert bytes.fromhex("d3deffff42012110") in elf.with_suffix(".bin").read_bytes()[:4096]
+
+
+def test_flash_without_port_builds_the_board_app(project, tmp_path):
+    """`pockmcu flash OUT --target BOARD` without --port: the board image for the board's own flashing tool."""
+    import sys
+
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    cli = [sys.executable, "-m", "pockmcu.cli", "flash"]
+    r = subprocess.run(cli + [str(project), "--target", "nrf52840-dk"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    bin_path = project / "build" / "nrf52840-dk-board" / "pockmcu_model.bin"
+    assert f"built {bin_path.with_suffix('.elf')}" in r.stdout and bin_path.stat().st_size > 1000
+    r = subprocess.run(cli + [str(bin_path), "--target", "nrf52840-dk"], capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == ["pockmcu flash: error: flashing a file needs --port "
+                                                                   "(without it, flash only builds OUT's board app)"]
 
 
 def test_incremental_and_flag_changes(project):

@@ -1,6 +1,6 @@
 /*
  * Board protocol handler. Exactly-once: every request that changes the
- * device (all but INFO, STATS, READ_PARAMS, PING) is remembered by its seq,
+ * device (all but INFO, STATS, READ_PARAMS, PING, PROFILE) is remembered by its seq,
  * type and CRC together with the response it got; the same request again
  * (a retransmission) gets the remembered response and is not applied again.
  */
@@ -377,6 +377,41 @@ static void cmd_ping(const pk_frame *f, pk_msg *m)
     pk_msg_put(m, f->payload, f->len);
 }
 
+/* PROFILE: u32 num_ops, timer Hz, overhead ticks, stack bytes, first, then the
+ * timer readings first.. of the last invoke, as many as fit one frame */
+static void cmd_profile(const pk_frame *f, pk_msg *m)
+{
+#ifdef POCKMCU_PROFILE
+    uint32_t hz = 0, overhead = 0, stack = 0, first = 0;
+    const uint32_t *ticks = 0;
+    if (f->len != 0u && f->len != 4u) {
+        error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "PROFILE takes nothing or u32 first reading");
+        return;
+    }
+    if (f->len == 4u) {
+        first = pk_get_u32(f->payload);
+    }
+    if (first > (uint32_t)POCKMCU_NUM_OPS + 1u) {
+        error_msg(m, f->seq, PK_E_BAD_ARG, f->type, "PROFILE first reading past num_ops + 1");
+        return;
+    }
+    board_profile(&hz, &overhead, &stack, &ticks);
+    pk_msg_start(m, PK_T_PROFILE | PK_T_RESPONSE, f->seq);
+    pk_msg_u32(m, (uint32_t)POCKMCU_NUM_OPS);
+    pk_msg_u32(m, hz);
+    pk_msg_u32(m, overhead);
+    pk_msg_u32(m, stack);
+    pk_msg_u32(m, first);
+    for (uint32_t i = first; i <= (uint32_t)POCKMCU_NUM_OPS; i++) {
+        if (pk_msg_u32(m, ticks[i]) != 0) {
+            break;                                 /* the frame is full: ask again from here */
+        }
+    }
+#else
+    error_msg(m, f->seq, PK_E_UNSUPPORTED, f->type, "built without PROFILE=1");
+#endif
+}
+
 #if HAVE_TRAINING
 static void cmd_train(const pk_frame *f, pk_msg *m)
 {
@@ -553,7 +588,7 @@ static void cmd_load(const pk_frame *f, pk_msg *m)
 
 static int is_idempotent(uint8_t t)
 {
-    return t == PK_T_INFO || t == PK_T_STATS || t == PK_T_READ_PARAMS || t == PK_T_PING;
+    return t == PK_T_INFO || t == PK_T_STATS || t == PK_T_READ_PARAMS || t == PK_T_PING || t == PK_T_PROFILE;
 }
 
 static int execute(const pk_frame *f, pk_msg *m)
@@ -565,6 +600,7 @@ static int execute(const pk_frame *f, pk_msg *m)
     case PK_T_STAGE_INPUT: cmd_stage_input(f, m); return BOARD_ACT_NONE;
     case PK_T_CLEAR_STATS: cmd_clear_stats(f, m); return BOARD_ACT_NONE;
     case PK_T_PING: cmd_ping(f, m); return BOARD_ACT_NONE;
+    case PK_T_PROFILE: cmd_profile(f, m); return BOARD_ACT_NONE;
     case PK_T_RESET:
         pk_msg_start(m, PK_T_RESET | PK_T_RESPONSE, f->seq);
         return BOARD_ACT_RESET;

@@ -25,6 +25,7 @@
 #define PK_T_CLEAR_STATS  0x0Du
 #define PK_T_BOOTLOADER   0x0Eu
 #define PK_T_PING         0x0Fu
+#define PK_T_PROFILE      0x10u
 #define PK_T_RESPONSE     0x80u
 #define PK_T_ERROR        0x7Fu
 
@@ -53,6 +54,12 @@ uint32_t board_uptime_ms(void);
 void board_memory_use(uint32_t *ram_used, uint32_t *stack_used, uint32_t *flash_used);
 int board_can_enter_bootloader(void);
 extern int32_t board_flash_cut_budget;   /* board_flash_ram.c; -1 = off */
+#ifdef POCKMCU_PROFILE
+/* PROFILE (builds with -DPOCKMCU_PROFILE only): the timer's Hz, the ticks of an
+ * empty measured region, the thread stack size in bytes, and the
+ * POCKMCU_NUM_OPS + 1 timer readings taken during the last invoke. */
+void board_profile(uint32_t *timer_hz, uint32_t *overhead_ticks, uint32_t *stack_bytes, const uint32_t **ticks);
+#endif
 
 void board_app_init(void);               /* at boot: init the model, restore the newest checkpoint */
 int board_app_byte(uint8_t b);           /* one received byte; returns BOARD_ACT_* */

@@ -132,6 +132,13 @@ def cmd_flash(args) -> int:
         if base + len(image) > limit:
             raise PockError(f"the image is {len(image)} bytes, too large for the flash: the application region of "
                             f"{target} at 0x{lay.app_base:08X} holds {limit - base} bytes")
+    if args.port is None:
+        if not src.is_dir():
+            raise PockError("flashing a file needs --port (without it, flash only builds OUT's board app)")
+        remember(src)
+        print(f"built {elf} and {elf.with_suffix('.bin')} ({len(image)} bytes at 0x{base:08X}); flash it with "
+              f"your board's tool, or give --port to flash it through an AN3155 bootloader")
+        return 0
     with Link(args.port, baudrate=args.baud) as link:
         bl = B.enter(link, log=print)
         B.flash_image(bl, base, image, params, target, log=print)
@@ -397,12 +404,14 @@ def add_commands(sub) -> None:
     f = sub.add_parser("flash", help="flash firmware through an AN3155 bootloader",
                        description="Build OUT's board app for --target (or take a .bin/.elf) and write it through "
                                    "the STM32 system bootloader protocol (AN3155): the pockmcu QEMU bootloader or "
-                                   "a real STM32 in its ROM bootloader; verify by read-back and start it.")
+                                   "a real STM32 in its ROM bootloader; verify by read-back and start it. Without "
+                                   "--port: only build OUT's board app (build/<target>-board/pockmcu_model.bin), "
+                                   "for boards flashed with their own tools (nRF52840, RP2350).")
     f.add_argument("image", metavar="OUT|FILE", help="a 'pockmcu gen' directory, or a .bin/.elf file")
     f.add_argument("--target", help="the board or QEMU machine (needed with OUT; checks the device with a file)")
     f.add_argument("--address", type=_int, default=None, help="where a .bin goes (default: the target's "
                                                                   "application base)")
-    port_args(f)
+    port_args(f, required=False)
     f.set_defaults(func=cmd_flash)
 
     t = sub.add_parser("train", help="stream training samples to a board",

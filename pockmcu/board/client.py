@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import PockError
+from ..qemu import ICOUNT_SHIFT, RunResult
+from ..targets import instructions_from_ticks
 from . import protocol as P
 
 
@@ -243,6 +245,76 @@ class Client:
     def infer(self, x: bytes) -> bytes:
         return self.request(P.INFER, x)
 
+    def stage_input(self, x: bytes, chunk: int = 1016) -> None:
+        """STAGE_INPUT in pieces: for inputs that do not fit one frame (then INFER with no payload)."""
+        self._chunked(P.STAGE_INPUT, lambda off, n: struct.pack("<I", off) + x[off:off + n], len(x), chunk)
+
+    def profile(self) -> P.Profile:
+        """PROFILE: the num_ops + 1 timer readings of the last invoke (several frames for many ops)."""
+        prof = P.Profile.parse(self.request(P.PROFILE))
+        while len(prof.ticks) < prof.num_ops + 1:
+            more = P.Profile.parse(self.request(P.PROFILE, struct.pack("<I", len(prof.ticks))))
+            if not more.ticks:
+                raise PockError(f"{self.link.port}: PROFILE answered no readings from {len(prof.ticks)}")
+            prof.ticks += more.ticks
+        return prof
+
+    def run_samples(self, input_bytes: bytes, sample_in: int | None = None, sample_out: int | None = None, *,
+                    profile: bool = False, icount: bool = False) -> RunResult:
+        """Every sample of input_bytes (all inputs concatenated per sample) through INFER, one by one.
+
+        profile=True (firmware built with PROFILE=1) reads PROFILE after each sample: per-op timer ticks
+        minus the empty-region overhead, i.e. core cycles on the real boards (DWT_CYCCNT); with
+        icount=True (QEMU under -icount shift=8) exact instruction counts, as pockmcu.qemu.run() gives.
+        `samples` is the number of INFERs the device counted during this call."""
+        port = self.link.port
+        info = self.get_info()
+        in_b, out_b = info.input_bytes, info.output_bytes
+        if sample_in is not None and sample_in != in_b:
+            raise PockError(f"{port}: the firmware takes {in_b} input bytes per sample, not {sample_in}")
+        if sample_out is not None and sample_out != out_b:
+            raise PockError(f"{port}: the firmware writes {out_b} output bytes per sample, not {sample_out}")
+        if in_b <= 0 or len(input_bytes) % in_b:
+            raise PockError(f"input is {len(input_bytes)} bytes, not a whole number of {in_b}-byte samples")
+        n = len(input_bytes) // in_b
+        before = self.get_stats().inferences
+        outputs, counts, prof = [], [], None
+        for i in range(n):
+            x = input_bytes[i * in_b:(i + 1) * in_b]
+            try:
+                if in_b <= P.MAX_PAYLOAD:
+                    y = self.infer(x)
+                else:
+                    self.stage_input(x)
+                    y = self.infer(b"")
+            except DeviceError as exc:
+                raise PockError(f"{port}: sample {i}: {exc}") from None
+            if len(y) != out_b:
+                raise PockError(f"{port}: sample {i}: INFER answered {len(y)} bytes, INFO says {out_b}")
+            outputs.append(y)
+            if profile:
+                try:
+                    prof = self.profile()
+                except DeviceError as exc:
+                    if exc.code == P.E_UNSUPPORTED:
+                        raise PockError(f"{port}: the board app was built without profiling; build it with "
+                                        f"profile=True (make PROFILE=1)") from None
+                    raise
+                t = prof.ticks
+                d = [(t[k + 1] - t[k]) & 0xFFFFFFFF for k in range(prof.num_ops)]
+                if icount:
+                    d = [instructions_from_ticks(v, prof.timer_hz, ICOUNT_SHIFT) for v in d]
+                counts.append(d)
+        overhead = None
+        if prof is not None:
+            overhead = (instructions_from_ticks(prof.overhead_ticks, prof.timer_hz, ICOUNT_SHIFT) if icount
+                        else prof.overhead_ticks)
+            counts = [[v - overhead for v in c] for c in counts]
+        samples = (self.get_stats().inferences - before) & 0xFFFFFFFF
+        stack_used = self.get_info().stack_used
+        return RunResult(b"".join(outputs), counts if profile else None, samples, stack_used,
+                         prof.stack_bytes if prof is not None else None, overhead, "")
+
     def train(self, sample_id: int, label: bytes, x: bytes) -> P.TrainResult:
         return P.TrainResult.parse(self.request(P.TRAIN, struct.pack("<I", sample_id & 0xFFFFFFFF) + label + x))
 
@@ -320,3 +392,15 @@ def open_board(port: str, timeout: float | None = None, connect_timeout: float =
         link.close()
         raise
     return client
+
+
+def run_samples(port: str, input_bytes: bytes, sample_in: int | None = None, sample_out: int | None = None, *,
+                profile: bool = False, icount: bool = False, baudrate: int = 115200, timeout: float | None = None,
+                connect_timeout: float = 0.0) -> RunResult:
+    """Inference on the board app at `port` (a device path or a pyserial URL such as socket://127.0.0.1:N):
+    Client.run_samples on a fresh connection."""
+    client = open_board(port, timeout=timeout, connect_timeout=connect_timeout, baudrate=baudrate)
+    try:
+        return client.run_samples(input_bytes, sample_in, sample_out, profile=profile, icount=icount)
+    finally:
+        client.link.close()

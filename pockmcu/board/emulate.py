@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..build import require_tool
 from ..errors import PockError
+from ..qemu import ICOUNT_SHIFT
 from ..targets import get_target
 from . import firmware
 from .image import load_image
@@ -48,7 +49,7 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-def emulator_command(target: str, port: int, boot_elf: Path, app_elf: Path | None) -> list[str]:
+def emulator_command(target: str, port: int, boot_elf: Path, app_elf: Path | None, icount: bool = False) -> list[str]:
     t = get_target(target)
     if t.qemu_machine is None:
         raise PockError(f"{t.name} is a real board; emulate runs the QEMU targets: qemu-m3, qemu-m4, qemu-m7, "
@@ -56,6 +57,8 @@ def emulator_command(target: str, port: int, boot_elf: Path, app_elf: Path | Non
     cmd = [require_tool("qemu-system-arm"), "-M", t.qemu_machine, "-nographic", "-monitor", "none",
            "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on",
            "-semihosting-config", "enable=on,target=native", "-kernel", str(Path(boot_elf).resolve())]
+    if icount:  # exact instruction counts from the profile timer, as pockmcu.qemu.run(profile=True)
+        cmd += ["-icount", f"shift={ICOUNT_SHIFT},align=off,sleep=off"]
     if app_elf is not None:
         # the flat image (flash contents only): the ELF's RAM segments would overlap the bootloader's
         base, image = load_image(app_elf)
@@ -67,21 +70,24 @@ def emulator_command(target: str, port: int, boot_elf: Path, app_elf: Path | Non
 
 
 class Emulator:
-    """A running QEMU board. Use as a context manager; .url is the pyserial URL of UART0."""
+    """A running QEMU board. Use as a context manager; .url is the pyserial URL of UART0.
+
+    profile=True: the board app built with PROFILE=1, QEMU under -icount, so that PROFILE's readings
+    convert to exact instruction counts (Client.run_samples(..., profile=True, icount=True))."""
 
     def __init__(self, out, target: str = "qemu-m4", port: int | None = None, bootloader_only: bool = False,
-                 app_elf: Path | None = None, console=None):
+                 app_elf: Path | None = None, console=None, profile: bool = False):
         self.target = get_target(target).name
         if get_target(target).qemu_machine is None:
             raise PockError(f"{self.target} is a real board; emulate runs the QEMU targets: qemu-m3, qemu-m4, "
                             f"qemu-m7, qemu-m33, qemu-m55")
         self.boot_elf = firmware.build_bootloader(out, self.target)
-        self.app_elf = None if bootloader_only else (app_elf or firmware.build_app(out, self.target))
+        self.app_elf = None if bootloader_only else (app_elf or firmware.build_app(out, self.target, profile))
         self.port = port or free_port()
         if port and port_in_use(port):
             raise PockError(f"--port {port}: 127.0.0.1:{port} is already in use")
         self.url = f"socket://127.0.0.1:{self.port}"
-        self.cmd = emulator_command(self.target, self.port, self.boot_elf, self.app_elf)
+        self.cmd = emulator_command(self.target, self.port, self.boot_elf, self.app_elf, icount=profile)
         self.log = console if console is not None else tempfile.TemporaryFile()
         self.proc = None
 

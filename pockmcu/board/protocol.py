@@ -17,14 +17,15 @@ RESPONSE = 0x80
 
 INFO, STATS, INFER, TRAIN, READ_PARAMS, WRITE_PARAMS, SAVE, LOAD = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08
 SET_SEED, RESET, SET_LR, STAGE_INPUT, CLEAR_STATS, BOOTLOADER, PING = 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F
+PROFILE = 0x10
 ERROR = 0x7F
 
 NAMES = {INFO: "INFO", STATS: "STATS", INFER: "INFER", TRAIN: "TRAIN", READ_PARAMS: "READ_PARAMS",
          WRITE_PARAMS: "WRITE_PARAMS", SAVE: "SAVE", LOAD: "LOAD", SET_SEED: "SET_SEED", RESET: "RESET",
          SET_LR: "SET_LR", STAGE_INPUT: "STAGE_INPUT", CLEAR_STATS: "CLEAR_STATS", BOOTLOADER: "BOOTLOADER",
-         PING: "PING", ERROR: "ERROR"}
+         PING: "PING", PROFILE: "PROFILE", ERROR: "ERROR"}
 #: requests the device executes every time (no state change, not remembered for retransmissions)
-IDEMPOTENT = {INFO, STATS, READ_PARAMS, PING}
+IDEMPOTENT = {INFO, STATS, READ_PARAMS, PING, PROFILE}
 
 E_CRC, E_COBS, E_TOO_LONG, E_TOO_SHORT = 1, 2, 3, 4
 E_UNKNOWN_TYPE, E_BAD_LENGTH, E_BAD_ARG, E_NO_CKPT, E_FLASH, E_NO_TRAINING, E_MODEL, E_TOO_LARGE, E_UNSUPPORTED = \
@@ -128,6 +129,7 @@ class Deframer:
 _INFO = struct.Struct("<4sHH8sIIIIIIHHIIIIIIIIIHBBI")
 _STATS = struct.Struct("<IIIIIIfHHfIIIIIIf")
 _TRAIN = struct.Struct("<IIfiB")
+_PROFILE = struct.Struct("<5I")
 
 
 @dataclass
@@ -222,6 +224,27 @@ class Stats:
         if len(p) < _STATS.size:
             raise ValueError("short STATS payload")
         return cls(*_STATS.unpack_from(p, 0))
+
+
+@dataclass
+class Profile:
+    """PROFILE's answer (firmware built with PROFILE=1): the timer readings of the last invoke from `first`."""
+    num_ops: int
+    timer_hz: int
+    overhead_ticks: int       # an empty measured region (two hook calls back to back)
+    stack_bytes: int          # the thread stack reserved by the linker script
+    first: int                # index of ticks[0] among the num_ops + 1 readings
+    ticks: list[int]          # up-counting timer (mod 2^32) at the start of op first, first + 1, ...
+
+    @classmethod
+    def parse(cls, p: bytes) -> "Profile":
+        if len(p) < _PROFILE.size or (len(p) - _PROFILE.size) % 4:
+            raise ValueError("bad PROFILE payload")
+        n, hz, overhead, stack, first = _PROFILE.unpack_from(p, 0)
+        k = (len(p) - _PROFILE.size) // 4
+        if first + k > n + 1:
+            raise ValueError("PROFILE payload has more readings than num_ops + 1")
+        return cls(n, hz, overhead, stack, first, list(struct.unpack_from(f"<{k}I", p, _PROFILE.size)))
 
 
 @dataclass
