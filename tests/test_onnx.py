@@ -450,7 +450,8 @@ def test_float_softmax_rule_without_onnxruntime(monkeypatch):
     with the rule the frontend falls back to when onnxruntime is not installed."""
     import builtins
 
-    from pockmcu.frontend.onnx import _read, ort_float_nodes
+    from pockmcu.frontend.onnx import ort_float_nodes
+    from pockmcu.frontend.onnx import read_model as _read
 
     real_import = builtins.__import__
 
