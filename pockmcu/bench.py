@@ -11,6 +11,7 @@ around each op (see pockmcu/qemu.py).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -18,7 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
+from . import digits
+from .build import build_target, elf_size
+from .codegen import write_project
+from .compiler import TrainOptions, compile_model, load_and_check, parse_size
 from .errors import PockError
+from .reference import run_reference
+from .runner import run_on_target
+from .sim import read_plan
+from .targets import get_target
+from .train import Data, HostTrainer, train_on_target
+from .tte_bench import section
 
 QEMU_TARGETS = ["qemu-m3", "qemu-m4", "qemu-m7", "qemu-m33", "qemu-m55"]
 
@@ -36,10 +47,8 @@ def onnx_vs_onnxruntime(model: str | Path, n: int = 20, seed: int = 0, numerics:
     """For an ONNX model: our outputs (the numpy reference, byte-equal to the generated C) against
     onnxruntime's on n seeded random inputs: largest difference in output LSB and fraction differing.
     numerics: onnxruntime (the default for .onnx) or tflm."""
-    import onnxruntime as ort
+    import onnxruntime as ort  # noqa: PLC0415  (optional: only for ONNX models)
 
-    from .compiler import load_and_check
-    from .reference import run_reference
 
     g = load_and_check(model, numerics)
     specs = [dict(shape=g.t(t).shape, dtype=g.t(t).dtype) for t in g.inputs]
@@ -66,16 +75,10 @@ def onnx_both_numerics(model: str | Path, n: int = 20, seed: int = 0) -> dict:
 
 def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", workdir: Path | None = None,
                 numerics: str | None = None) -> dict:
-    from .build import build_target, elf_size
-    from .codegen import write_project
-    from .compiler import compile_model, parse_size
-    from .runner import run_on_target
-    from .sim import read_plan
 
     tmp = tempfile.TemporaryDirectory(prefix="pockmcu-bench-") if workdir is None else None
     out = Path(tmp.name if tmp else workdir) / "out"
     try:
-        from .targets import get_target
 
         t0 = time.perf_counter()
         budget = min(parse_size(ram), get_target(target).ram_bytes)   # never more than the part has
@@ -122,7 +125,6 @@ def format_bench(r: dict) -> str:
 
 
 def bench_all(models: list[Path], targets: list[str], log=sys.stderr) -> list[dict]:
-    from .compiler import load_and_check
 
     rows = []
     for m in models:
@@ -194,11 +196,7 @@ FULL = {"bias": "all", "weights": "all"}
 
 def bench_training(model: Path, spec: dict, reorder: bool, target: str = "qemu-m4", steps: int = 3) -> dict:
     """RAM (arena + persistent) from the plan and exact instructions per train_step in QEMU."""
-    import json
 
-    from .codegen import write_project
-    from .compiler import TrainOptions, compile_model, parse_size
-    from .train import Data, train_on_target
 
     with tempfile.TemporaryDirectory(prefix="pockmcu-tbench-") as tmp:
         c = compile_model(model, ram=parse_size("4MB"), target=target,
@@ -230,7 +228,6 @@ def training_markdown(rows: list[dict]) -> str:
                    f"{r['ram_bytes']:,} | {r['arena_bytes']:,} | {r['persistent_bytes']:,} | {r['instructions']:,} |")
     out += ["", "Sparse schemes (update spec JSON):", ""]
     for name, spec in TRAIN_MODELS.items():
-        import json
 
         out.append(f"- {name}: `{json.dumps(spec)}`")
     return "\n".join(out) + "\n"
@@ -250,10 +247,6 @@ def bench_training_all(models_dir: Path, log=sys.stderr) -> list[dict]:
 
 def digits_markdown(log=sys.stderr) -> str:
     """Transfer learning on the bundled digits model: int8 on-device fine-tuning against float."""
-    from . import digits
-    from .codegen import write_project
-    from .compiler import TrainOptions, compile_model, parse_size
-    from .train import HostTrainer
 
     md = digits.example()
     train, test = digits.datasets()
@@ -313,7 +306,6 @@ def main(argv=None) -> int:
     if args.digits:
         sections.append(digits_markdown())
     if args.planner:
-        from .tte_bench import section
 
         sections.append(section(Path(args.models)))
     if not sections:

@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -133,7 +134,6 @@ def run_host_sanitized(exe: str | Path, input_bytes: bytes, timeout: float = 120
     """Run the sanitized runner on samples (all inputs concatenated per sample); returns the outputs.
 
     Any sanitizer report or error raises PockError with the runner's first stderr lines."""
-    import tempfile
 
     with tempfile.TemporaryDirectory(prefix="pockmcu-san-") as tmp:
         fin, fout = Path(tmp) / "input.bin", Path(tmp) / "output.bin"

@@ -16,7 +16,18 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from .bench import bench_model, format_bench
+from .board.cli import add_commands as add_board_commands
+from .codegen import write_project
+from .compiler import TrainOptions, compile_model, parse_size
 from .errors import PockError
+from .export import export_tflite
+from .inspect import inspect_model
+from .runner import run_on_target
+from .search import Searcher, format_table, load_calib, render_plan_html, search_update
+from .sim import load
+from .targets import get_target
+from .train import HostTrainer, load_data, train_on_target, training_plan, write_params
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,9 +70,6 @@ def check_out_dir(out: str) -> None:
 
 
 def cmd_gen(args) -> int:
-    from .codegen import write_project
-    from .compiler import TrainOptions, compile_model, parse_size
-    from .targets import get_target
 
     ram = parse_size(args.ram, "--ram")
     flash = parse_size(args.flash, "--flash") if args.flash else None
@@ -75,7 +83,6 @@ def cmd_gen(args) -> int:
     train = TrainOptions(spec=args.update, loss=args.loss or "xent", reorder=not args.no_reorder) if args.train else None
     choice = None
     if train and train.spec is None:  # choose the sparse update under --ram (pockmcu/search.py)
-        from .search import load_calib, search_update
 
         calib = load_calib(args.calib, args.model, train.loss) if args.calib else None
         choice = search_update(args.model, ram, loss=train.loss, reorder=train.reorder, stack=stack, target=target,
@@ -102,7 +109,6 @@ def cmd_gen(args) -> int:
 
 
 def cmd_sim(args) -> int:
-    from .sim import load
 
     if args.train:
         return train_session(args, target=None)
@@ -118,7 +124,6 @@ def cmd_sim(args) -> int:
 
 def train_session(args, target: str | None) -> int:
     """sim/run --train: train on DATA.npz for E epochs, print loss/accuracy, save the parameters."""
-    from .train import HostTrainer, load_data, train_on_target, training_plan, write_params
 
     plan = training_plan(args.out)
     if args.epochs < 1:
@@ -138,7 +143,6 @@ def train_session(args, target: str | None) -> int:
 
 
 def cmd_export(args) -> int:
-    from .export import export_tflite
 
     n = export_tflite(args.out, args.params, args.output)
     print(f"wrote {args.output}: the original model with {n} trained tensors")
@@ -146,7 +150,6 @@ def cmd_export(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .runner import run_on_target
 
     if args.train:
         return train_session(args, target=args.target)
@@ -160,7 +163,6 @@ def cmd_run(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .bench import bench_model, format_bench
 
     result = bench_model(args.model, args.target, ram=args.ram)
     print(json.dumps(result, indent=1) if args.json else format_bench(result))
@@ -168,16 +170,12 @@ def cmd_bench(args) -> int:
 
 
 def cmd_inspect(args) -> int:
-    from .inspect import inspect_model
 
     print(inspect_model(args.model))
     return 0
 
 
 def cmd_plan(args) -> int:
-    from .compiler import parse_size
-    from .search import Searcher, format_table, load_calib, render_plan_html
-    from .targets import get_target
 
     if not args.train:
         raise PockError("plan chooses the sparse update for on-device training: add --train")
@@ -299,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="ops, tensors, quantization, MACs and support of a model")
     i.add_argument("model")
     i.set_defaults(func=cmd_inspect)
-    from .board.cli import add_commands; add_commands(sub)  # noqa: E702
+    add_board_commands(sub)
     return p
 
 

@@ -10,7 +10,6 @@ failure never leaves a half-written OUT.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,18 +19,17 @@ import numpy as np
 
 from . import __version__
 from .compiler import RUNTIME_RAM_BYTES, Compiled
-from .ir import C_TYPES, Graph, Tensor
+from .ir import C_TYPES, Graph, Tensor, c_ident
+from .kernel_table import Kernel, choose, target_features
 from .ops import opdef
+from .ops.training_ops import nll_table
+from .report import render_reports
 from .resources import firmware_dir, kernels_dir, templates_dir
 from .stream import macs as total_macs
+from .targets import get_target
 from .training.params import entries
 
 WEIGHT_ROLES = {1: "weights", 2: "bias"}
-
-
-def c_ident(text: str) -> str:
-    s = re.sub(r"[^0-9a-zA-Z_]", "_", text).strip("_") or "t"
-    return ("t_" + s) if s[0].isdigit() else s
 
 
 def short_name(name: str, limit: int = 64) -> str:
@@ -43,13 +41,6 @@ def short_name(name: str, limit: int = 64) -> str:
 def float_lit(x: float) -> str:
     """A C float literal that reads back as exactly the same float32."""
     return f"{float(np.float32(x))!r}f".replace("inf", "INFINITY")
-
-
-def called_kernel(call: str) -> str:
-    """The kernel a rendered C call runs (the first CMSIS-NN or pockmcu function it calls): what
-    reports name, which can differ from the op's default (onnxruntime numerics, per-channel FC)."""
-    m = re.search(r"\b((?:arm|pockmcu)_\w+)\s*\(", call)
-    return m.group(1) if m else ""
 
 
 class CodeGen:
@@ -69,6 +60,7 @@ class CodeGen:
         #: split-stored tensors (TrainGraph.head_channels): tensor -> trained input channels k
         self.heads = {t: k for t in self.trainable if (k := c.train.head_channels(t))}
         self.tensor_names = self._name_tensors()
+        self.features = target_features(get_target(c.target))
         self._rendered: dict[tuple, list[dict]] = {}
 
     # -- naming ---------------------------------------------------------------------------
@@ -178,16 +170,23 @@ class CodeGen:
                                 alias=True, kernel="", decl_rank=rank))
                 continue
             scratch = self.plan.scratch.get(op.name)
-            ctx = dict(d.c_context(self.g, op, self), n=c_ident(op.name), ptr=self.ptr, dims=self.dims,
+            kernel = self.kernel(op)
+            ctx = dict(d.c_context(self.g, op, self), kernel=kernel.function, n=c_ident(op.name), ptr=self.ptr,
+                       dims=self.dims,
                        scratch=f"(pockmcu_arena + {self.plan.buffer(scratch).offset})" if scratch else "NULL",
                        scratch_size=self.plan.buffer(scratch).size if scratch else 0)
             render = lambda src: self.env.from_string(src).render(**ctx).strip("\n")  # noqa: E731
             call = render(d.c_call)
             out.append(dict(step=step, op=op, describe=self.describe(op), decls=render(d.c_decls),
-                            call=call, alias=False, kernel=called_kernel(call) or d.kernel, decl_rank=rank,
+                            call=call, alias=False, kernel=kernel.function, decl_rank=rank,
                             query=render(getattr(d, "c_buffer_query", "")),
                             returns_status=d.c_status))
         return out
+
+    def kernel(self, op) -> Kernel:
+        """The kernel-choice table's row for ``op`` on this target (kernel_table.py)."""
+        d = opdef(op.kind)
+        return choose(op.kind, d.kernel, self.g.numerics, self.features, d.variant(self.g, op, self))
 
     def describe(self, op) -> str:
         if op.location == "training graph":
@@ -211,7 +210,6 @@ class CodeGen:
                                rows=tensor.size // tensor.shape[-1], row=tensor.shape[-1]))
         sched = self.layers(tg.schedule)
         out = g.t(g.outputs[0])
-        from .ops.training_ops import nll_table  # noqa: PLC0415
 
         return dict(params=params, schedule=sched, spec=tg.spec, loss=tg.loss,
                     first_backward=tg.n_forward,
@@ -324,7 +322,6 @@ def write_project(c: Compiled, out: str | Path) -> Path:
                               default_target=c.target, model_name=c_ident(Path(c.graph.source).stem)),
         "plan.json": json.dumps(plan, indent=1) + "\n",
     }
-    from .report import render_reports  # noqa: PLC0415
 
     files.update(render_reports(cg, plan))
 

@@ -19,8 +19,8 @@ from .compiler import TrainOptions, compile_model, parse_size
 from .errors import PockError
 from .export import export_tflite
 from .runner import run_on_target
-from .sim import load
-from .train import train_on_target, write_params
+from .sim import load, read_plan
+from .train import Data, train_on_target, write_params
 
 TARGET = "qemu-m4"
 
@@ -77,13 +77,11 @@ def main(argv=None) -> int:
 
 
 def load_plan(proj: Path) -> dict:
-    from .sim import read_plan
 
     return read_plan(proj)
 
 
 def train_subset(data, n: int):
-    from .train import Data
 
     return Data(data.x[:n], data.y[:n])
 

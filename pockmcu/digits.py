@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import PockError
+from .train import Data
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "digits"
 EPOCHS = 5
@@ -35,7 +36,6 @@ def example():
 
 def datasets():
     """(train, test) of digits 5-9 as pockmcu.train.Data, inputs quantized like the model's input."""
-    from .train import Data
 
     md = example()
     scale, zp = md.input_quantization(md.MODEL_PATH.read_bytes())

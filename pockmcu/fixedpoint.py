@@ -816,7 +816,8 @@ def ort_softmax(x, table: np.ndarray, y_scale: float, zp_onnx: int, uint8: bool,
 
     qlinear (QLinearSoftmax): q = nearbyint(float32(float32(t * floor(1 / y_scale)) / vsum)) + zp (the
     model's domain), saturated (uint8: min(q, 255) - 128; int8: min(q, 127), measured on onnxruntime 1.31: a
-    probability of 1 with scale 1/256 and zero point -128 gives 127). Otherwise (float Softmax, then QuantizeLinear): p = t * float32(1 / vsum),
+    probability of 1 with scale 1/256 and zero point -128 gives 127). Otherwise (float Softmax, then QuantizeLinear):
+    p = t * float32(1 / vsum),
     q = nearbyint(float32(p / y_scale)) + zp, saturated."""
     f32 = np.float32
     x = _i64(x)

@@ -9,6 +9,7 @@ rewrite it, the planner and code generator read it.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,3 +114,8 @@ class Graph:
         self.ops = kept[::-1]
         used = needed | set(self.inputs)
         self.tensors = {k: v for k, v in self.tensors.items() if k in used}
+
+
+def c_ident(text: str) -> str:
+    s = re.sub(r"[^0-9a-zA-Z_]", "_", text).strip("_") or "t"
+    return ("t_" + s) if s[0].isdigit() else s

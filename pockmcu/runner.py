@@ -6,15 +6,15 @@ from pathlib import Path
 
 import numpy as np
 
+from .build import build_target
 from .errors import PockError
+from .qemu import run_samples
 from .sim import check_batch, read_plan
+from .targets import get_target
 
 
 def run_on_target(out: str | Path, target: str, *xs: np.ndarray, profile: bool = False):
     """Run N samples in QEMU; returns outputs [N, ...] (and per-sample per-op instruction counts if profile)."""
-    from .build import build_target
-    from .qemu import run_samples
-    from .targets import get_target
 
     t = get_target(target)
     if t.qemu_machine is None:

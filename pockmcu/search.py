@@ -46,12 +46,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .compiler import DEFAULT_STACK_BYTES, TrainOptions, compile_graph, compile_model, load_and_check
+from . import __version__
+from .build import build_host_lib
+from .codegen import write_project
+from .compiler import DEFAULT_STACK_BYTES, RUNTIME_RAM_BYTES, TrainOptions, compile_graph, compile_model, load_and_check
 from .errors import PockError
 from .ir import Graph
 from .stream import all_candidates
+from .train import Data, HostTrainer, load_data
 from .training.builder import check_trainable
-from .training.spec import DEFAULT_OPTIMIZER
+from .training.spec import DEFAULT_OPTIMIZER, param_ops
 
 RATIOS = (0.125, 0.25, 0.5, 1.0)
 TRIES = 8                # exact compiles per greedy round
@@ -117,7 +121,6 @@ def _ratio_text(r: float) -> str:
 
 
 def layer_info(g) -> list[dict]:
-    from .training.spec import param_ops  # noqa: PLC0415
 
     ops = param_ops(g)
     info = []
@@ -237,7 +240,6 @@ def measured_gains(path, info: list[dict], data, seed: int = 0, loss: str = "xen
                    optimizer: dict | None = None, log=None) -> dict:
     """Contribution analysis: each option alone, trained on 3/4 of DATA in host simulation for one
     epoch; its gain is the held-out accuracy gain. ``data`` is a train.Data."""
-    from .train import Data, HostTrainer  # noqa: PLC0415
 
     if loss != "xent":
         raise PockError("--calib measures accuracy gains: it needs --loss xent (classification)")
@@ -285,8 +287,6 @@ def measured_gains(path, info: list[dict], data, seed: int = 0, loss: str = "xen
 
 def _prepare(job) -> None:
     """Generate one candidate's project and build its host library (reusing the kernels' objects)."""
-    from .build import build_host_lib  # noqa: PLC0415
-    from .codegen import write_project  # noqa: PLC0415
 
     path, spec, loss, out, warm = job
     write_project(compile_model(path, BIG_RAM, train=TrainOptions(spec=spec, loss=loss)), out)
@@ -304,7 +304,6 @@ def _option_text(opt, n: int) -> str:
 
 def load_calib(path, model_path, loss: str = "xent"):
     """DATA.npz -> train.Data, checked against the model's input like `sim --train`."""
-    from .train import load_data  # noqa: PLC0415
 
     if loss != "xent":
         raise PockError("--calib measures accuracy gains: it needs --loss xent (classification)")
@@ -431,7 +430,6 @@ class Searcher:
     def too_small_message(self, budget: int) -> str:
         s, c = self.minimum(budget)
         stack = self.coster.stack
-        from .compiler import RUNTIME_RAM_BYTES  # noqa: PLC0415
 
         parts = sorted([(c.arena, f"the arena {c.arena:,} B ({c.peak})"),
                         (c.persistent, f"trainable parameters and optimizer state {c.persistent:,} B"),
@@ -512,7 +510,6 @@ def plot_svg(choices: list[Choice], explored: list[tuple[float, int]], width: in
 def render_plan_html(model: str, choices: list[Choice], searcher: Searcher) -> str:
     import jinja2  # noqa: PLC0415
 
-    from . import __version__  # noqa: PLC0415
 
     root = Path(__file__).resolve().parents[1] / "templates"
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(root)), autoescape=True,

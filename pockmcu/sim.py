@@ -23,6 +23,7 @@ from pathlib import Path
 import cffi
 import numpy as np
 
+from .build import build_host_lib
 from .errors import PockError
 
 CDEF = """
@@ -61,8 +62,6 @@ def check_batch(x: np.ndarray, spec: dict, what: str = "input") -> np.ndarray:
 
 class Model:
     def __init__(self, out: str | Path):
-        from .build import build_host_lib  # noqa: PLC0415
-
         self.out = Path(out)
         self.plan = read_plan(out)
         built = build_host_lib(self.out)

@@ -31,8 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .ir import Graph, Op, Tensor
-from .ops import opdef
 from .lifetimes import lifetimes, live_bytes
+from .ops import opdef
 
 #: tile grids tried (rows x columns of the sink); bands (n x 1) stream whole rows
 GRIDS = ((2, 2), (3, 3), (4, 4), (6, 6), (8, 8), (2, 1), (4, 1), (8, 1), (16, 1))
@@ -175,6 +175,7 @@ def apply_stream(g: Graph, st: _Stage, grid: tuple[int, int]) -> tuple[Graph, li
 
     windows = {op.name: opdef(op.kind).window(g, op) for op in layers}
     acts = {op.name: opdef(op.kind).activation_inputs(g, op) for op in layers}
+    prev = st.sink
     for k, out_region in enumerate(tiles):
         # what each tensor of the stage must hold for this tile (receptive field, walking back)
         regions: dict[str, Region] = {st.sink: out_region}

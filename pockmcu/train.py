@@ -24,8 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .build import build_target
 from .errors import PockError
-from .sim import read_plan
+from .qemu import run_app
+from .sim import load, read_plan
+from .targets import get_target, instructions_from_ticks
 
 DTYPE_CODES = {"int8": 0, "int32": 1}
 
@@ -195,8 +198,6 @@ class HostTrainer:
     """
 
     def __init__(self, out):
-        from .sim import load  # noqa: PLC0415
-
         self.plan = training_plan(out)
         self.model = load(out)
         ffi = self.model.ffi
@@ -268,9 +269,6 @@ def train_stream_bytes(plan: dict, data: Data, epochs: int, seed: int, timed: bo
 def train_on_target(out, target: str, data: Data, epochs: int, seed: int, timed: bool = False,
                     log=print) -> tuple[list[dict], bytes, list[int]]:
     """Train in QEMU; returns (per-epoch history, raw parameters, per-step instruction counts if timed)."""
-    from .build import build_target  # noqa: PLC0415
-    from .qemu import run_app  # noqa: PLC0415
-    from .targets import get_target, instructions_from_ticks  # noqa: PLC0415
 
     plan = training_plan(out)
     t = get_target(target)

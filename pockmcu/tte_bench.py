@@ -18,6 +18,14 @@ import json
 import sys
 from pathlib import Path
 
+from .compiler import TrainOptions, compile_model, load_and_check, parse_size
+from .errors import PockError
+from .lifetimes import lifetimes
+from .placement import place
+from .stream import macs
+from .training.builder import build_training
+from .training.spec import read_spec, resolve_spec
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "fixtures" / "make_mobilenetv2.py"
 MODEL = ROOT / "tests" / "fixtures" / "mobilenetv2" / "mobilenetv2_w035_128.tflite"
@@ -47,7 +55,6 @@ def model_path() -> Path:
 
 def layer_names(model: Path) -> dict[str, str]:
     """Fixture layer name (output tensor 'b16_expand/out' -> 'b16_expand') -> pockmcu op name."""
-    from .compiler import load_and_check  # noqa: PLC0415
 
     g = load_and_check(model)
     return {op.outputs[0].split("/")[0]: op.name for op in g.ops}
@@ -72,8 +79,6 @@ def _peak(c) -> dict:
 
 
 def tte_rows(model: Path | None = None, log=sys.stderr) -> list[dict]:
-    from .compiler import TrainOptions, compile_model, parse_size  # noqa: PLC0415
-    from .stream import macs  # noqa: PLC0415
 
     model = model or model_path()
     rows = []
@@ -154,8 +159,6 @@ PLANNER_SPECS = {"sparse": {"bias": {"last": 4}, "weights": [{"layer": -1}]}, "f
 
 def planner_rows(models: list[Path], log=sys.stderr) -> list[dict]:
     """Arena, lower bound and greedy-by-size of every inference and training plan of ``models``."""
-    from .compiler import TrainOptions, compile_model, load_and_check, parse_size  # noqa: PLC0415
-    from .errors import PockError  # noqa: PLC0415
 
     rows = []
     for model in models:
@@ -185,15 +188,10 @@ def planner_rows(models: list[Path], log=sys.stderr) -> list[dict]:
 def _plain_greedy(model: Path, opts) -> int:
     """Greedy-by-size on the schedule as built (no reordering, no in-place sharing): the planner
     of TFLite Micro on pockmcu's schedule, the baseline of the 'saved' column."""
-    from .compiler import load_and_check  # noqa: PLC0415
-    from .lifetimes import lifetimes  # noqa: PLC0415
-    from .placement import place  # noqa: PLC0415
 
     g = load_and_check(model)
     ops = g.ops
     if opts is not None:
-        from .training.builder import build_training  # noqa: PLC0415
-        from .training.spec import read_spec, resolve_spec  # noqa: PLC0415
 
         tg = build_training(g, resolve_spec(read_spec(opts.spec), g), opts.loss, reorder=opts.reorder)
         g, ops = tg.graph, tg.schedule

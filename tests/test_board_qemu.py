@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 import pytest
-
 from conftest import tflm_run
+
 from pockmcu import digits
 from pockmcu.board import bootloader as B
 from pockmcu.board import firmware

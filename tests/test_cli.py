@@ -9,8 +9,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES, SHARED, tflm_run
+
 from pockmcu.compiler import parse_size
 
 KWS = SHARED / "mlperf_kws_dscnn.tflite"

@@ -4,7 +4,6 @@ same optimizer settings; QAS is what makes int8 updates move at all; QEMU trains
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from pockmcu import digits

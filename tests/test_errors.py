@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES, SHARED
 
 KWS = SHARED / "mlperf_kws_dscnn.tflite"

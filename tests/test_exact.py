@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import all_models, model_id, tflm_run
+
 from pockmcu.reference import run_reference
 from pockmcu.sim import load
 

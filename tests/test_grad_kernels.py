@@ -21,7 +21,6 @@ Run standalone as `python tests/test_grad_kernels.py --sanitized-run LIB.so`
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import subprocess
 import sys

@@ -948,8 +948,8 @@ if pytest is not None:
 
 def _tflm():
     try:
-        from tflite_micro import runtime  # noqa: F401
         import flatbuffers  # noqa: F401
+        from tflite_micro import runtime  # noqa: F401
     except Exception:  # pragma: no cover
         return None
     return runtime

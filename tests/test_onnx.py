@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-
 from conftest import ROOT, SHARED, model_id, random_inputs, tflm_run
+from test_errors import assert_clean_error, pockmcu
+
 from pockmcu.ops import opdef
 from pockmcu.reference import run_reference
 from pockmcu.sim import load
-from test_errors import assert_clean_error, pockmcu
 
 ONNX_FIXTURES = ROOT / "tests" / "fixtures" / "onnx"
 N_INPUTS = 20

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import all_models, model_id
+
 from pockmcu.compiler import load_and_check
 from pockmcu.plan import check_plan, plan_memory
 

@@ -10,15 +10,15 @@ import random
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES, ROOT, all_models, model_id, shared_models
+
 from pockmcu import lifetimes as L
 from pockmcu import placement as P
 from pockmcu import schedule as S
 from pockmcu.compiler import TrainOptions, compile_model, load_and_check
 from pockmcu.ir import Graph, Op, Tensor
-from pockmcu.ops import REGISTRY
 from pockmcu.lifetimes import Buffer, lower_bound
+from pockmcu.ops import REGISTRY
 from pockmcu.placement import exact_place, place
 from pockmcu.plan import check_plan, plan_memory
 

@@ -13,7 +13,6 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-
 from conftest import SHARED
 
 KWS = SHARED / "mlperf_kws_dscnn.tflite"

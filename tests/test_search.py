@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import SHARED
 
 from pockmcu.compiler import TrainOptions, compile_model

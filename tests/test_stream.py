@@ -14,14 +14,23 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES, ROOT, SHARED, fixture_models, model_id, random_inputs, tflm_run
+from test_errors import pockmcu
+
 from pockmcu.codegen import write_project
 from pockmcu.compiler import TrainOptions, compile_model, load_and_check
 from pockmcu.reference import run_reference
 from pockmcu.sim import load
-from test_errors import pockmcu
-from pockmcu.stream import AUTO_MAX_EXTRA_MACS, AUTO_MAX_EXTRA_OPS, GRIDS, apply_stream, choose_stream, macs, stages, tile_regions
+from pockmcu.stream import (
+    AUTO_MAX_EXTRA_MACS,
+    AUTO_MAX_EXTRA_OPS,
+    GRIDS,
+    apply_stream,
+    choose_stream,
+    macs,
+    stages,
+    tile_regions,
+)
 
 MOBILENETV2 = ROOT / "tests" / "fixtures" / "mobilenetv2" / "mobilenetv2_w035_128.tflite"
 STREAMING = [MOBILENETV2, SHARED / "mlperf_vww_mobilenetv1_96.tflite", SHARED / "tflm_person_detect.tflite",

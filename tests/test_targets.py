@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import all_models, model_id, shared_models
+
 from pockmcu.build import build_host_sanitized, run_host_sanitized
 from pockmcu.runner import run_on_target
 from pockmcu.sim import load

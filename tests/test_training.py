@@ -8,8 +8,8 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES, SHARED, tflm_run
+
 from pockmcu.codegen import write_project
 from pockmcu.compiler import TrainOptions, compile_model
 from pockmcu.export import export_tflite

@@ -7,7 +7,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import SHARED, tflm_run
 
 KWS = SHARED / "mlperf_kws_dscnn.tflite"

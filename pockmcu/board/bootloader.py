@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from ..errors import PockError
+from .client import Client, NoAnswer
 from .firmware import QEMU_PIDS, layout_for
 
 ACK, NACK, SYNC = 0x79, 0x1F, 0x7F
@@ -177,7 +178,6 @@ def enter(link, log=print) -> Bootloader:
     link.set_parity("E")              # AN3155 is 8E1 (a QEMU socket ignores parity)
     if bl.sync():
         return bl
-    from .client import Client, NoAnswer  # noqa: PLC0415
 
     link.set_parity("N")              # the board app is 8N1
     client = Client(link, timeout=0.25)

@@ -17,7 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import PockError
+from ..export import export_tflite
+from ..targets import get_target
+from ..train import Data, load_data, stream, training_plan, write_params
+from . import bootloader as B
 from . import protocol as P
+from .client import Link, open_board
+from .emulate import Emulator
+from .firmware import build_app, layout_for, model_hash, params_bytes, read_plan
+from .image import load_image
 
 # ------------------------------------------------------------------ model registry
 # flash/emulate remember which OUT directory a model hash came from, so that pull (and train's data
@@ -30,7 +38,6 @@ def _registry_path() -> Path:
 
 
 def remember(out) -> None:
-    from .firmware import model_hash
 
     try:
         p = _registry_path()
@@ -47,7 +54,6 @@ def remember(out) -> None:
 
 def find_out(hash_hex: str, out: str | None, port: str) -> Path:
     """The OUT directory of the model the device runs; PockError on a hash mismatch."""
-    from .firmware import model_hash
 
     if out is not None:
         o = Path(out)
@@ -73,7 +79,6 @@ def find_out(hash_hex: str, out: str | None, port: str) -> Path:
 
 
 def cmd_emulate(args) -> int:
-    from .emulate import Emulator
 
     out = Path(args.out)
     emu = Emulator(out, args.target, port=args.port, bootloader_only=args.bootloader, console=sys.stdout)
@@ -104,11 +109,6 @@ def cmd_emulate(args) -> int:
 
 
 def cmd_flash(args) -> int:
-    from . import bootloader as B
-    from .client import Link
-    from .firmware import build_app, layout_for, params_bytes, read_plan
-    from .image import load_image
-    from ..targets import get_target
 
     src = Path(args.image)
     params = None
@@ -173,7 +173,6 @@ class _Stop:
 
 
 def _load_train_data(path: str, info: P.Info, out: Path | None):
-    from ..train import Data, load_data, training_plan
 
     if out is not None:
         return load_data(path, training_plan(out), "--data")
@@ -219,8 +218,6 @@ def evaluate_on_device(client, data) -> float:
 
 
 def cmd_train(args) -> int:
-    from .client import open_board
-    from ..train import stream
 
     client = open_board(args.port, timeout=args.timeout, baudrate=args.baud)
     try:
@@ -307,9 +304,6 @@ def cmd_train(args) -> int:
 
 
 def cmd_pull(args) -> int:
-    from .client import open_board
-    from ..export import export_tflite
-    from ..train import training_plan, write_params
 
     client = open_board(args.port, timeout=args.timeout, baudrate=args.baud)
     try:
@@ -345,7 +339,6 @@ def format_stats(st: P.Stats) -> str:
 
 
 def cmd_monitor(args) -> int:
-    from .client import open_board
 
     client = open_board(args.port, timeout=args.timeout, baudrate=args.baud)
     info = client.info

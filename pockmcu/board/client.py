@@ -14,6 +14,8 @@ import struct
 import time
 from dataclasses import dataclass, field
 
+import serial
+
 from ..errors import PockError
 from ..qemu import ICOUNT_SHIFT, RunResult
 from ..targets import instructions_from_ticks
@@ -37,7 +39,6 @@ class Link:
     """A serial line: open with one clear error, non-blocking reads, TCP_NODELAY on sockets."""
 
     def __init__(self, port: str, baudrate: int = 115200, parity: str = "N", connect_timeout: float = 0.0):
-        import serial  # pyserial
 
         self.port = port
         self.baudrate = baudrate
@@ -62,7 +63,6 @@ class Link:
             self.ser.parity = parity
 
     def write(self, data: bytes) -> None:
-        import serial
 
         try:
             self.ser.write(data)
@@ -71,7 +71,6 @@ class Link:
 
     def read(self, wait: float) -> bytes:
         """Whatever arrives within `wait` seconds (returns as soon as something is there)."""
-        import serial
 
         deadline = time.monotonic() + max(0.0, wait)
         try:

@@ -9,6 +9,8 @@ application and the checkpoint slots survive it, as they would survive a reset o
 
 from __future__ import annotations
 
+import ctypes
+import signal
 import socket
 import subprocess
 import tempfile
@@ -26,8 +28,6 @@ from .image import load_image
 def _die_with_parent() -> None:
     """Linux: QEMU gets SIGTERM when the process that started it dies, however it dies."""
     try:
-        import ctypes
-        import signal
 
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
     except Exception:

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..build import project_dir, run_make
+from ..build import project_dir, require_tool, run_make
 from ..errors import PockError
 from ..targets import get_target
 
@@ -227,9 +228,7 @@ def host_config_text(out) -> str:
 
 def build_host_harness(out, dest_dir, sanitize: bool = True) -> Path:
     """Compile the board runtime with the model for the host (ASan + UBSan by default)."""
-    import subprocess
 
-    from ..build import require_tool
 
     out = project_dir(out)
     dest = Path(dest_dir)

@@ -4,6 +4,8 @@ from pathlib import Path
 
 from ..errors import PockError
 from ..ir import Graph
+from .onnx import load_onnx
+from .tflite import load_tflite
 
 
 def load_model(path, numerics: str = "tflm") -> Graph:
@@ -11,7 +13,6 @@ def load_model(path, numerics: str = "tflm") -> Graph:
     numerics: whose arithmetic the graph will follow (the ONNX frontend lowers a few ops differently)."""
     path = Path(path)
     if path.suffix.lower() == ".onnx":
-        from .onnx import load_onnx  # noqa: PLC0415 (optional frontend, imported on use)
 
         return load_onnx(path, numerics)
     if not path.exists():
@@ -19,6 +20,5 @@ def load_model(path, numerics: str = "tflm") -> Graph:
     head = path.read_bytes()[:8] if path.is_file() else b""
     if path.suffix.lower() != ".tflite" and head[4:8] != b"TFL3":
         raise PockError(f"{path}: unknown model format; pockmcu reads .tflite (TFLite flatbuffer) and .onnx files")
-    from .tflite import load_tflite  # noqa: PLC0415
 
     return load_tflite(path)

@@ -85,7 +85,8 @@ def load_tflite(path: str | Path) -> Graph:
     path = Path(path)
     model = _read_model(path)
     if model.SubgraphsLength() > 1:
-        raise PockError(f"{path}: has {model.SubgraphsLength()} subgraphs (control flow); only single-subgraph models are supported")
+        raise PockError(f"{path}: has {model.SubgraphsLength()} subgraphs (control flow); "
+                        "only single-subgraph models are supported")
     sg = model.Subgraphs(0)
 
     tensors: dict[str, Tensor] = {}

@@ -30,6 +30,9 @@ class Softmax(OpDef):
     tflite_options = "SoftmaxOptions"
     kernel = "arm_softmax_s8"
 
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        return "ort_float" if "ort_table" in op.attrs else ""
+
     def parse_tflite(self, o, op: Op, tensors) -> None:
         op.attrs["beta"] = float(o.Beta()) if o else 1.0
 

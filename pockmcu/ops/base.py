@@ -21,7 +21,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..errors import PockError
 from ..ir import Graph, Op
+
 
 @dataclass(frozen=True)
 class Window:
@@ -87,7 +89,6 @@ class OpDef:
 
     def parse_tflite(self, options: Any, op: Op, tensors: dict) -> None:
         """Turn the TFLite builtin options object into ``op.attrs``."""
-
     #: constant-foldable shape arithmetic: ``fold`` returns the output's value
     foldable: ClassVar[bool] = False
 
@@ -109,7 +110,6 @@ class OpDef:
 
     def prepare(self, g: Graph, op: Op) -> None:
         """Compute compile-time constants into ``op.attrs``."""
-
     # -- semantics --------------------------------------------------------------------
     def reference(self, g: Graph, op: Op, xs: list[np.ndarray], rt=None) -> list[np.ndarray]:
         """The op's outputs for the activation inputs ``xs`` ([N, ...] each). ``rt``: the training
@@ -123,8 +123,6 @@ class OpDef:
     # -- training -----------------------------------------------------------------------
     def backward(self, tb, op: Op) -> None:
         """The gradient rule: given tb.grad(output), emit backward ops through tb (TrainBuilder)."""
-        from ..errors import PockError  # noqa: PLC0415
-
         raise PockError(f"cannot train through {op.kind} '{op.name}' ({op.location}): it has no gradient rule; "
                         "train only layers after it")
 
@@ -146,6 +144,11 @@ class OpDef:
         return None
 
     # -- code generation ------------------------------------------------------------------
+    def variant(self, g: Graph, op: Op, cg: Any) -> str:
+        """The op's row in the kernel-choice table (kernel_table.py), besides numerics and core:
+        a shape class such as "per_channel" or "split" ("" for the general case)."""
+        return ""
+
     def c_context(self, g: Graph, op: Op, cg: Any) -> dict[str, Any]:
         return {}
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fixedpoint as fp
-from ..ir import Graph, Op
+from ..ir import Graph, Op, c_ident
 from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, register, same_or_valid_pads
 from .training_ops import sgd_update
 
@@ -55,13 +55,6 @@ def finish(acc: np.ndarray, op: Op, g: Graph) -> np.ndarray:
 
 class _WindowOp(OpDef):
     """Shared option parsing for ops with stride/dilation/padding/fused activation."""
-
-    #: the same kernel with onnxruntime's requantization (multiplier/shift hold a float32 scale's
-    #: mantissa and exponent; fixedpoint.requantize_ort)
-    kernel_ort = ""
-
-    def kernel_for(self, g: Graph) -> str:
-        return self.kernel_ort if g.numerics == "onnxruntime" else self.kernel
 
     def parse_tflite(self, o, op: Op, tensors) -> None:
         op.attrs.update(stride=(o.StrideH(), o.StrideW()), padding=PADDING[o.Padding()],
@@ -138,9 +131,8 @@ status = {{kernel}}(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(
         a = op.attrs
         x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
         has_bias = len(op.inputs) > 2 and bool(op.inputs[2])
-        from ..codegen import c_ident  # noqa: PLC0415
 
-        return dict(kernel=self.kernel_for(g), params_type="cmsis_nn_conv_params", extra_fields="",
+        return dict(params_type="cmsis_nn_conv_params", extra_fields="",
             q=c_ident(a.get("tile_of", op.name)), declare=a.get("tile", 0) == 0,
             x=x, w=w, y=y, pads=a["pads"], stride=a["stride"], dilation=a["dilation"],
             in_offset=-x.quant.zp, out_offset=y.quant.zp, act_min=a["act_min"], act_max=a["act_max"],
@@ -155,16 +147,16 @@ class Conv2D(_WindowOp):
     tflite_ops = ("CONV_2D",)
     tflite_options = "Conv2DOptions"
     kernel = "arm_convolve_wrapper_s8"
-    kernel_ort = "pockmcu_convolve_ort_s8"
     c_status = True
 
     def backward(self, tb, op: Op) -> None:
         param_backward(tb, op, "CONV_2D_GRAD_INPUT", "CONV_2D_WGRAD_UPDATE")
 
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        return "split" if cg.head(op.inputs[1]) else ""
+
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        head = cg.head(op.inputs[1])
-        return dict(super().c_context(g, op, cg), head=head, kernel="pockmcu_convolve_split_s8" if head else
-                    self.kernel_for(g))
+        return dict(super().c_context(g, op, cg), head=cg.head(op.inputs[1]))
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
@@ -201,7 +193,6 @@ class DepthwiseConv2D(_WindowOp):
     tflite_ops = ("DEPTHWISE_CONV_2D",)
     tflite_options = "DepthwiseConv2DOptions"
     kernel = "arm_depthwise_conv_wrapper_s8"
-    kernel_ort = "pockmcu_depthwise_conv_ort_s8"
     c_status = True
 
     def parse_tflite(self, o, op: Op, tensors) -> None:
@@ -355,6 +346,9 @@ class Conv2DGradInput(_GradOp):
                 dxp[_tap_slices(i, j, a, dz.shape[1:3])] += dz @ w[:, i, j, :]
         return [_crop(dxp, xshape, a["pads"])]
 
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        return "split" if cg.head(op.attrs["layer"].inputs[1]) else ""
+
     def c_context(self, g, op, cg):
         head = cg.head(op.attrs["layer"].inputs[1])
         return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]),
@@ -411,8 +405,6 @@ class Conv2DWgradUpdate(_GradOp):
     # A split-stored filter (codegen.CodeGen.head) is updated in its RAM rows of k: filter dims
     # {O, KH, KW, k} (head_dims) and channel_begin 0; otherwise the whole RAM tensor at channel_begin.
     def c_context(self, g, op, cg):
-        from ..codegen import c_ident  # noqa: PLC0415
-
         saved = g.t(op.inputs[0])
         head = cg.head(op.attrs["weights"])
         ctx = dict(self.layer_ctx(g, op, cg), saved=saved, dz=g.t(op.inputs[1]), begin=op.attrs["channel_begin"],
@@ -476,8 +468,12 @@ class DepthwiseGradInput(_GradOp):
         # a ring of rows for a block of up to 16 channels (POCKMCU_DW_GRAD_ROWS_BLOCK)
         return max((kh - 1) * dil - pad + 1, 1) * x.shape[2] * min(x.shape[3], 16) * 4
 
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        return "in_place" if op.name in cg.plan.writes_over_input else ""
+
     def c_context(self, g, op, cg):
-        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]), rows=op.name in cg.plan.writes_over_input)
+        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]),
+                    rows=self.variant(g, op, cg) == "in_place")
 
     c_decls = Conv2DGradInput.c_decls
     c_call = """\

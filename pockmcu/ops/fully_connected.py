@@ -90,14 +90,15 @@ class FullyConnected(OpDef):
         return (f"FULLY_CONNECTED {w.shape[1]} -> {w.shape[0]} {op.attrs['activation']}: "
                 f"{list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
 
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        return "per_channel" if g.t(op.inputs[1]).quant.per_channel else "per_tensor"
+
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         a = op.attrs
         x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
         has_bias = len(op.inputs) > 2 and bool(op.inputs[2])
         pc = w.quant.per_channel
-        kernel = ("arm_fully_connected_per_channel_s8" if pc else "arm_fully_connected_s8") if g.numerics != "onnxruntime" \
-            else ("pockmcu_fully_connected_per_channel_ort_s8" if pc else "pockmcu_fully_connected_ort_s8")
-        return dict(x=x, w=w, y=y, per_channel=pc, batches=a["batches"], kernel=kernel,
+        return dict(x=x, w=w, y=y, per_channel=pc, batches=a["batches"],
                     in_features=w.shape[1], out_features=w.shape[0],
                     in_offset=-x.quant.zp, filter_offset=0 if w.quant.per_channel else -w.quant.zp,
                     out_offset=y.quant.zp, act_min=a["act_min"], act_max=a["act_max"],

@@ -5,7 +5,7 @@ exact x ^ 0x80 at the edges of uint8 models).
 The ONNX frontend keeps every activation NHWC inside; these ops appear only
 where a model's own layout or dtype must be honoured at an input or output,
 or where a layout change cannot be folded into a neighbour (see
-pockmcu/frontend/onnx_layout.py).
+pockmcu/frontend/onnx/layout.py).
 """
 
 from __future__ import annotations

@@ -103,7 +103,8 @@ class _Pool(OpDef):
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         a = op.attrs
         return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), stride=a["stride"], pads=a["pads"],
-                    filter=a["filter"], act_min=a["act_min"], act_max=a["act_max"], **(ort_pool_context(g, op, cg) if "ort_dq" in a else {"ort": False}))
+                    filter=a["filter"], act_min=a["act_min"], act_max=a["act_max"],
+                    **(ort_pool_context(g, op, cg) if "ort_dq" in a else {"ort": False}))
 
     c_decls = """\
 static const cmsis_nn_pool_params {{n}}_params = {
@@ -121,6 +122,9 @@ class AveragePool2D(_Pool):
     tflite_ops = ("AVERAGE_POOL_2D",)
     kernel = "arm_avgpool_s8"
     c_status = True
+
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        return "ort_float" if "ort_dq" in op.attrs else ""
 
     def backward(self, tb, op: Op) -> None:
         _pool_backward(tb, op, "AVERAGE_POOL_2D_GRAD", needs_input=False)

@@ -12,6 +12,7 @@ import numpy as np
 from .. import fixedpoint as fp
 from ..ir import Graph, Op
 from .base import OpDef, opdef, register
+from .conv import weight_scales
 
 
 @register
@@ -130,8 +131,6 @@ class Conv1x1GradFromMean(OpDef):
         return opdef("CONV_2D_GRAD_INPUT").reference(g, op, [dz]) if op.outputs else []
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        from .conv import weight_scales  # noqa: PLC0415
-
         f = op.attrs["layer"]
         bias = op.attrs["bias"]
         opt = cg.optimizer_args(bias) if bias else dict(accum="NULL", velocity="NULL", rng="NULL")

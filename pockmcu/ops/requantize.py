@@ -21,7 +21,8 @@ import numpy as np
 
 from .. import fixedpoint as fp
 from ..ir import Graph, Op
-from .base import SUPPORTED_ACTIVATIONS, OpDef, register
+from .base import SUPPORTED_ACTIVATIONS, OpDef, register, same_or_valid_pads
+from .pool import ort_pool_context, ort_pool_prepare, ort_pool_reference, pool_taps
 
 
 @register
@@ -29,6 +30,9 @@ class Requantize(OpDef):
     kind = "REQUANTIZE"
     kernel = "pockmcu_requantize_s8"
     c_status = True
+
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        return "table" if "table" in op.attrs else ""
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
@@ -139,6 +143,9 @@ class AveragePoolRequant(OpDef):
     kernel = "pockmcu_avgpool_requant_s8"
     c_status = True
 
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        return "ort_float" if "ort_dq" in op.attrs else ""
+
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
         if op.attrs.get("activation", "NONE") not in SUPPORTED_ACTIVATIONS:
@@ -146,8 +153,6 @@ class AveragePoolRequant(OpDef):
         return problems
 
     def prepare(self, g: Graph, op: Op) -> None:
-        from .base import same_or_valid_pads
-
         a = op.attrs
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
         if "pads" not in a:
@@ -158,13 +163,10 @@ class AveragePoolRequant(OpDef):
         a["shifts"] = np.array([s for _, s in pairs], np.int32)
         a["act_min"], a["act_max"] = fp.activation_range(a.get("activation", "NONE"), y.quant.s, y.quant.zp)
         if g.numerics == "onnxruntime":
-            from .pool import ort_pool_prepare
 
             ort_pool_prepare(g, op)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        from .pool import ort_pool_reference, pool_taps
-
         if "ort_dq" in op.attrs:
             return [ort_pool_reference(g, op, xs)]
         a = op.attrs
@@ -186,11 +188,11 @@ class AveragePoolRequant(OpDef):
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         a = op.attrs
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-        from .pool import ort_pool_context
 
         return dict(x=x, y=y, stride=a["stride"], pads=a["pads"], filter=a["filter"], act_min=a["act_min"],
                     act_max=a["act_max"], in_offset=-x.quant.zp, out_offset=y.quant.zp, n_table=len(a["shifts"]),
-                    multipliers=cg.int_list(a["multipliers"]), shifts=cg.int_list(a["shifts"]), **(ort_pool_context(g, op, cg) if "ort_dq" in a else {"ort": False}))
+                    multipliers=cg.int_list(a["multipliers"]), shifts=cg.int_list(a["shifts"]),
+                    **(ort_pool_context(g, op, cg) if "ort_dq" in a else {"ort": False}))
 
     c_decls = """\
 static const cmsis_nn_pool_params {{n}}_params = {

@@ -110,6 +110,9 @@ class Concatenation(OpDef):
     kernel = "arm_concatenation_s8"
     AXIS_KERNEL = {3: "x", 2: "y", 1: "z", 0: "w"}   # NHWC axis (of the 4-D view) -> CMSIS-NN axis name
 
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        return self.AXIS_KERNEL[op.attrs["axis4"]]
+
     def parse_tflite(self, o, op: Op, tensors) -> None:
         rank = len(tensors[op.outputs[0]].shape)
         axis = int(o.Axis())

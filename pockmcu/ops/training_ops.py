@@ -202,6 +202,9 @@ class Slice(OpDef):
     kind = "SLICE"
     io_dtypes = ("int8", "float32")
 
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        return g.t(op.inputs[0]).dtype
+
     def reference(self, g: Graph, op: Op, xs, rt=None):
         a = op.attrs
         x = xs[0]
@@ -211,10 +214,9 @@ class Slice(OpDef):
 
     def c_context(self, g, op, cg):
         x = g.t(op.inputs[0])
-        return dict(x=x, y=g.t(op.outputs[0]), fn="pockmcu_slice_s8" if x.dtype == "int8" else "pockmcu_slice_f32",
-                    **op.attrs)
+        return dict(x=x, y=g.t(op.outputs[0]), **op.attrs)
 
-    c_call = "{{fn}}({{ptr(x)}}, {{outer}}, {{row}}, {{offset}}, {{chunk}}, {{ptr(y)}});"
+    c_call = "{{kernel}}({{ptr(x)}}, {{outer}}, {{row}}, {{offset}}, {{chunk}}, {{ptr(y)}});"
 
 
 @register
@@ -257,6 +259,9 @@ class MseGrad(OpDef):
     kind = "MSE_GRAD"
     role = "loss"
     io_dtypes = ("int8", "float32")
+
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        return g.t(op.inputs[0]).dtype
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         y = g.t(op.inputs[0])
