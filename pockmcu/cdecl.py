@@ -10,7 +10,8 @@ declarations, and what cffi cannot take is removed:
 
 * ``static`` (and ``static inline``) functions and data: there is no symbol to call;
 * ``__attribute__((...))``, ``__extension__``, ``__inline__``-style spellings;
-* a function *definition* becomes its prototype (so a test shim written as C code declares itself).
+* a function *definition* becomes its prototype (so a test shim written as C code declares itself),
+  and a function declared twice (a header's prototype, then its definition) is declared once.
 """
 
 from __future__ import annotations
@@ -100,13 +101,18 @@ def declarations_from_text(text: str) -> str:
     """cffi cdef text from preprocessed C (see the module docstring for what is kept)."""
     text = _LITERAL.sub(lambda m: m.group(0)[0] * 2 if m.group(0)[0] == '"' else "0", text)
     text = _DROP_WORDS.sub("", _strip_attributes(text))
-    decls = []
+    decls, functions = [], set()
     for item, is_function in _top_level(text):
         item = " ".join(item.split())
         if not item or re.match(r"(static|inline)\b", item) or re.search(r"\bstatic\s+inline\b", item):
             continue
         if is_function and re.search(r"\binline\b", item):
             continue
+        m = re.match(r"[^(]*?\b(\w+)\s*\((?!\s*\*)", item)
+        if m and "typedef" not in item and "=" not in item.split("(", 1)[0]:  # a function: declare it once
+            if m.group(1) in functions:  # (a C file defines what its header declared; cffi wants one)
+                continue
+            functions.add(m.group(1))
         decls.append(item + ";")
     return "\n".join(decls) + "\n"
 

@@ -3,7 +3,9 @@ and the TFLite Micro oracle."""
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -107,3 +109,67 @@ def run_sanitized_checks(test_file, so_path) -> None:
                          text=True, env=env, timeout=300)
     assert res.returncode == 0 and "ALL OK" in res.stdout, res.stdout[-3000:] + res.stderr[-6000:]
     assert "runtime error" not in res.stderr, res.stderr[-6000:]
+
+
+# ------------------------------------------------------------------ markers: qemu, slow
+# Set here, in one place, so that `make test-fast` (-m "not qemu and not slow") needs no edit of the
+# test files. A test is `qemu` when its code, a fixture it uses, or a function of its module that
+# it calls (transitively) starts QEMU through one of these; `slow` comes from measured durations.
+_QEMU_CODE = re.compile(r"\b(run_on_target|train_on_target|run_samples|run_app|run_uart|run_serial|"
+                        r"run_workload_qemu|Emulator|qemu_command)\s*\(|qemu-system-arm|"
+                        r"""["']--target["'],\s*["']qemu-|["']emulate["']|"""
+                        r"from pockmcu\.qemu import [^\n]*\brun\b")
+_NAME = re.compile(r"\b([A-Za-z_]\w*)\b")
+
+# Tests that take more than about 4 s each on the 2-core reference machine, without QEMU
+# (pytest --durations=0, kernel cache warm). Node ids; a name without "[...]" covers every
+# parametrization. Measured durations in seconds.
+SLOW_TESTS = {
+}
+
+
+def _source(obj) -> str:
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
+
+
+def _runs_qemu(item, memo: dict) -> bool:
+    fn = getattr(item, "function", None)
+    if fn is None:
+        return False
+    module = inspect.getmodule(fn)
+    todo = [fn] + [defs[-1].func for name in item.fixturenames
+                   for defs in [item._fixtureinfo.name2fixturedefs.get(name) or ()] if defs]
+    seen = set()
+    while todo:
+        f = todo.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        if f not in memo:
+            memo[f] = _source(f)
+        text = memo[f]
+        if _QEMU_CODE.search(text):
+            return True
+        for name in set(_NAME.findall(text)):  # module-level helpers it calls
+            g = getattr(module, name, None)
+            if inspect.isfunction(g) and inspect.getmodule(g) is module:
+                todo.append(g)
+    return False
+
+
+def _is_slow(item) -> bool:
+    nodeid = item.nodeid
+    base = nodeid.split("[", 1)[0]
+    return nodeid in SLOW_TESTS or base in SLOW_TESTS
+
+
+def pytest_collection_modifyitems(config, items):
+    memo: dict = {}
+    for item in items:
+        if _runs_qemu(item, memo):
+            item.add_marker(pytest.mark.qemu)
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
