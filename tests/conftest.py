@@ -121,10 +121,60 @@ _QEMU_CODE = re.compile(r"\b(run_on_target|train_on_target|run_samples|run_app|r
                         r"from pockmcu\.qemu import [^\n]*\brun\b")
 _NAME = re.compile(r"\b([A-Za-z_]\w*)\b")
 
-# Tests that take more than about 4 s each on the 2-core reference machine, without QEMU
-# (pytest --durations=0, kernel cache warm). Node ids; a name without "[...]" covers every
-# parametrization. Measured durations in seconds.
+# Tests whose call took 2.5 s or more on the 2-core machine (pytest --durations=0 -m "not qemu", kernel
+# cache warm, load average about 5 from other jobs), without QEMU. Node ids; a name without "[...]"
+# covers every parametrization. Values: the measured seconds (for the record; only the keys count).
 SLOW_TESTS = {
+    "tests/test_board_host.py::test_board_app_builds_for_every_kind_of_board[nrf52840-dk]": 4.1,
+    "tests/test_board_host.py::test_board_app_builds_for_every_kind_of_board[nucleo-h743zi]": 3.5,
+    "tests/test_board_host.py::test_board_app_builds_for_every_kind_of_board[qemu-m4]": 4.6,
+    "tests/test_board_host.py::test_board_app_builds_for_every_kind_of_board[rp2350]": 3.8,
+    "tests/test_board_host.py::test_board_app_builds_for_every_kind_of_board[stm32f746g-disco]": 3.1,
+    "tests/test_board_host.py::test_bootloader_is_small_and_refuses_real_boards": 2.6,
+    "tests/test_board_host.py::test_checkpoint_survives_a_power_cut_at_every_byte": 6.5,
+    "tests/test_board_host.py::test_fuzzed_frames_each_get_one_answer": 8.2,
+    "tests/test_board_host.py::test_training_answers_repeat_without_applying": 3.7,
+    "tests/test_digits_model.py::test_float_fine_tuning_last_layer": 6.3,
+    "tests/test_digits_model.py::test_float_fine_tuning_sparse": 4.9,
+    "tests/test_digits_transfer.py::test_int8_fine_tuning_within_two_points_of_float[sparse]": 2.8,
+    "tests/test_errors.py::test_sim_bad_input_files": 9.4,
+    "tests/test_exact.py::test_host_simulation_equals_tflm[mlperf_ad_autoencoder]": 6.6,
+    "tests/test_exact.py::test_host_simulation_equals_tflm[mlperf_ic_resnet8_large]": 5.0,
+    "tests/test_grad_kernels.py::test_arm_cross_compile": 3.9,
+    "tests/test_grad_kernels.py::test_sanitized_build": 5.8,
+    "tests/test_kernels.py::test_arm_cross_compile": 13.3,
+    "tests/test_kernels.py::test_sanitized_build": 7.8,
+    "tests/test_onnx.py::test_host_simulation_equals_reference[mlperf_vww_mobilenetv1_96_qdq]": 3.7,
+    "tests/test_onnx.py::test_new_kernels_under_sanitizers[pools_qop_s8_pt]": 7.2,
+    "tests/test_plan.py::test_oversized_budget_fails_at_link_time": 3.5,
+    "tests/test_planner.py::test_inference_plan_within_2_percent[mobilenetv2_w035_128]": 3.3,
+    "tests/test_planner.py::test_plan_uses_exact_search_on_small_plans": 25.4,
+    "tests/test_report_html.py::test_report_timeline_is_drawn": 3.6,
+    "tests/test_search.py::test_calib_on_digits": 24.6,
+    "tests/test_search.py::test_fits_and_grows_with_the_budget[kws]": 2.8,
+    "tests/test_search.py::test_fits_and_grows_with_the_budget[vww]": 25.9,
+    "tests/test_search.py::test_gen_budget_too_small": 10.0,
+    "tests/test_search.py::test_gen_writes_a_spec_that_reproduces_the_build": 3.8,
+    "tests/test_search.py::test_plan_table_and_html": 2.5,
+    "tests/test_search.py::test_reproducible": 2.7,
+    "tests/test_stream.py::test_cli_stream_flag": 5.5,
+    "tests/test_stream.py::test_every_stage_and_grid_of_mobilenetv2_is_byte_identical": 61.2,
+    "tests/test_stream.py::test_streamed_c_equals_unstreamed_and_tflm[mlperf_ic_resnet8]": 16.8,
+    "tests/test_stream.py::test_streamed_c_equals_unstreamed_and_tflm[mlperf_vww_mobilenetv1_96]": 5.2,
+    "tests/test_stream.py::test_streamed_c_equals_unstreamed_and_tflm[mobilenetv2_w035_128]": 100.6,
+    "tests/test_stream.py::test_streamed_c_equals_unstreamed_and_tflm[tflm_person_detect]": 10.0,
+    "tests/test_stream.py::test_streamed_training_step_is_identical": 12.4,
+    "tests/test_training.py::test_export_of_split_storage[mlperf_vww_mobilenetv1_96]": 3.8,
+    "tests/test_training.py::test_one_step_equals_float_reference[mlperf_vww_mobilenetv1_96]": 5.0,
+    "tests/test_training.py::test_split_storage_persistent_ram[mlperf_vww_mobilenetv1_96]": 3.7,
+    "tests/test_training.py::test_split_storage_sanitized": 8.6,
+    "tests/test_training_cli.py::test_bad_training_data": 2.6,
+    "tests/test_training_cli.py::test_default_update_fits_the_budget": 5.0,
+    # whole groups: the sanitizer sweep over every model (46 x ~0.8 s), the kernel cache's end-to-end
+    # checks (each compiles the kernels once more)
+    "tests/test_targets.py::test_sanitized_host_build_is_clean": 34.0,
+    "tests/test_build_cache.py::test_changed_kernel_reaches_the_library": 19.4,
+    "tests/test_build_cache.py::test_cached_build_equals_plain_make_host": 9.5,
 }
 
 
