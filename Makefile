@@ -11,7 +11,7 @@ APT_PKGS   := gcc make gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: setup apt venv demo test bench fixtures clean
+.PHONY: setup apt venv demo test test-fast bench fixtures clean
 
 setup: apt venv
 
@@ -36,6 +36,10 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# Unit, numpy-reference and host-simulation tests: no QEMU, nothing marked slow (tests/conftest.py).
+test-fast: setup
+	$(PY) -m pytest -q -m "not qemu and not slow" $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) -m pockmcu.bench --all --train --digits --planner -o BENCHMARKS.md

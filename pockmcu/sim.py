@@ -7,9 +7,10 @@ Models loaded from the same OUT share one library and so one arena and one set o
 parameters; ``load`` runs ``pockmcu_init()``, which for a --train build restores the
 initial parameters.
 
-The library is built by OUT/Makefile (``make host``) and copied to a file
-named after its contents before loading, so a rebuilt OUT is never served by
-a stale library that the process already loaded.
+The library is built by OUT/Makefile (``make host``, the kernels linked from the
+build cache) and copied to a file named after its contents before loading, so a
+rebuilt OUT is never served by a stale library that the process already loaded.
+The cffi declarations are OUT/model.h itself, preprocessed (``pockmcu.cdecl``).
 """
 
 from __future__ import annotations
@@ -24,17 +25,14 @@ import cffi
 import numpy as np
 
 from .build import build_host_lib
+from .cdecl import c_declarations
 from .errors import PockError
 
-CDEF = """
-int pockmcu_init(void);
-void *pockmcu_input(int index);
-const void *pockmcu_output(int index);
-uint32_t pockmcu_input_bytes(int index);
-uint32_t pockmcu_output_bytes(int index);
-int pockmcu_invoke(void);
-const char *pockmcu_op_name(int index);
-"""
+
+def model_cdef(out: str | Path) -> str:
+    """The cffi declarations of OUT/model.h (the inference API, and the training API of a --train build)."""
+    out = Path(out)
+    return c_declarations(out / "model.h", include_dirs=[out, out / "kernels"])
 
 _LOADED: dict[str, object] = {}
 
@@ -73,7 +71,7 @@ class Model:
             if not lib_path.exists():
                 shutil.copyfile(built, lib_path)
             ffi = cffi.FFI()
-            ffi.cdef(CDEF)
+            ffi.cdef(model_cdef(self.out))
             _LOADED[digest] = (ffi, ffi.dlopen(str(lib_path)))
         self.ffi, self.lib = _LOADED[digest]
         rc = self.lib.pockmcu_init()

@@ -184,27 +184,13 @@ def format_epoch(row: dict, epochs: int) -> str:
 
 
 class HostTrainer:
-    """train_step through cffi, in this process."""
-
-    CDEF = """
-    typedef struct { float loss; int32_t prediction; int32_t correct; } pockmcu_step_result;
-    int pockmcu_train_init(uint32_t seed);
-    int pockmcu_train_step(const void *label, pockmcu_step_result *result);
-    void pockmcu_set_lr(float lr);
-    uint32_t pockmcu_train_steps(void);
-    uint32_t pockmcu_params_bytes(void);
-    void pockmcu_params_read(void *dst);
-    void pockmcu_params_write(const void *src);
-    """
+    """train_step through cffi, in this process (the training API is declared by OUT/model.h, which
+    pockmcu.sim reads)."""
 
     def __init__(self, out):
         self.plan = training_plan(out)
         self.model = load(out)
-        ffi = self.model.ffi
-        if not getattr(ffi, "_pockmcu_train", False):
-            ffi.cdef(self.CDEF)
-            ffi._pockmcu_train = True
-        self.ffi, self.lib = ffi, self.model.lib
+        self.ffi, self.lib = self.model.ffi, self.model.lib
         self.xent = self.plan["training"]["loss"] == "xent"
 
     def init(self, seed: int) -> None:

@@ -3,7 +3,9 @@ and the TFLite Micro oracle."""
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -107,3 +109,117 @@ def run_sanitized_checks(test_file, so_path) -> None:
                          text=True, env=env, timeout=300)
     assert res.returncode == 0 and "ALL OK" in res.stdout, res.stdout[-3000:] + res.stderr[-6000:]
     assert "runtime error" not in res.stderr, res.stderr[-6000:]
+
+
+# ------------------------------------------------------------------ markers: qemu, slow
+# Set here, in one place, so that `make test-fast` (-m "not qemu and not slow") needs no edit of the
+# test files. A test is `qemu` when its code, a fixture it uses, or a function of its module that
+# it calls (transitively) starts QEMU through one of these; `slow` comes from measured durations.
+_QEMU_CODE = re.compile(r"\b(run_on_target|train_on_target|run_samples|run_app|run_uart|run_serial|"
+                        r"run_workload_qemu|Emulator|qemu_command)\s*\(|qemu-system-arm|"
+                        r"""["']--target["'],\s*["']qemu-|["']emulate["']|"""
+                        r"from pockmcu\.qemu import [^\n]*\brun\b")
+_NAME = re.compile(r"\b([A-Za-z_]\w*)\b")
+
+# Tests whose call took 2.5 s or more on the 2-core machine (pytest --durations=0 -m "not qemu", kernel
+# cache warm, load average about 5 from other jobs), without QEMU. Node ids; a name without "[...]"
+# covers every parametrization. Values: the measured seconds (for the record; only the keys count).
+SLOW_TESTS = {
+    "tests/test_board_host.py::test_board_app_builds_for_every_kind_of_board[nrf52840-dk]": 4.1,
+    "tests/test_board_host.py::test_board_app_builds_for_every_kind_of_board[nucleo-h743zi]": 3.5,
+    "tests/test_board_host.py::test_board_app_builds_for_every_kind_of_board[qemu-m4]": 4.6,
+    "tests/test_board_host.py::test_board_app_builds_for_every_kind_of_board[rp2350]": 3.8,
+    "tests/test_board_host.py::test_board_app_builds_for_every_kind_of_board[stm32f746g-disco]": 3.1,
+    "tests/test_board_host.py::test_bootloader_is_small_and_refuses_real_boards": 2.6,
+    "tests/test_board_host.py::test_checkpoint_survives_a_power_cut_at_every_byte": 6.5,
+    "tests/test_board_host.py::test_fuzzed_frames_each_get_one_answer": 8.2,
+    "tests/test_board_host.py::test_training_answers_repeat_without_applying": 3.7,
+    "tests/test_digits_model.py::test_float_fine_tuning_last_layer": 6.3,
+    "tests/test_digits_model.py::test_float_fine_tuning_sparse": 4.9,
+    "tests/test_digits_transfer.py::test_int8_fine_tuning_within_two_points_of_float[sparse]": 2.8,
+    "tests/test_errors.py::test_sim_bad_input_files": 9.4,
+    "tests/test_exact.py::test_host_simulation_equals_tflm[mlperf_ad_autoencoder]": 6.6,
+    "tests/test_exact.py::test_host_simulation_equals_tflm[mlperf_ic_resnet8_large]": 5.0,
+    "tests/test_grad_kernels.py::test_arm_cross_compile": 3.9,
+    "tests/test_grad_kernels.py::test_sanitized_build": 5.8,
+    "tests/test_kernels.py::test_arm_cross_compile": 13.3,
+    "tests/test_kernels.py::test_sanitized_build": 7.8,
+    "tests/test_onnx.py::test_host_simulation_equals_reference[mlperf_vww_mobilenetv1_96_qdq]": 3.7,
+    "tests/test_onnx.py::test_new_kernels_under_sanitizers[pools_qop_s8_pt]": 7.2,
+    "tests/test_plan.py::test_oversized_budget_fails_at_link_time": 3.5,
+    "tests/test_planner.py::test_inference_plan_within_2_percent[mobilenetv2_w035_128]": 3.3,
+    "tests/test_planner.py::test_plan_uses_exact_search_on_small_plans": 25.4,
+    "tests/test_report_html.py::test_report_timeline_is_drawn": 3.6,
+    "tests/test_search.py::test_calib_on_digits": 24.6,
+    "tests/test_search.py::test_fits_and_grows_with_the_budget[kws]": 2.8,
+    "tests/test_search.py::test_fits_and_grows_with_the_budget[vww]": 25.9,
+    "tests/test_search.py::test_gen_budget_too_small": 10.0,
+    "tests/test_search.py::test_gen_writes_a_spec_that_reproduces_the_build": 3.8,
+    "tests/test_search.py::test_plan_table_and_html": 2.5,
+    "tests/test_search.py::test_reproducible": 2.7,
+    "tests/test_stream.py::test_cli_stream_flag": 5.5,
+    "tests/test_stream.py::test_every_stage_and_grid_of_mobilenetv2_is_byte_identical": 61.2,
+    "tests/test_stream.py::test_streamed_c_equals_unstreamed_and_tflm[mlperf_ic_resnet8]": 16.8,
+    "tests/test_stream.py::test_streamed_c_equals_unstreamed_and_tflm[mlperf_vww_mobilenetv1_96]": 5.2,
+    "tests/test_stream.py::test_streamed_c_equals_unstreamed_and_tflm[mobilenetv2_w035_128]": 100.6,
+    "tests/test_stream.py::test_streamed_c_equals_unstreamed_and_tflm[tflm_person_detect]": 10.0,
+    "tests/test_stream.py::test_streamed_training_step_is_identical": 12.4,
+    "tests/test_training.py::test_export_of_split_storage[mlperf_vww_mobilenetv1_96]": 3.8,
+    "tests/test_training.py::test_one_step_equals_float_reference[mlperf_vww_mobilenetv1_96]": 5.0,
+    "tests/test_training.py::test_split_storage_persistent_ram[mlperf_vww_mobilenetv1_96]": 3.7,
+    "tests/test_training.py::test_split_storage_sanitized": 8.6,
+    "tests/test_training_cli.py::test_bad_training_data": 2.6,
+    "tests/test_training_cli.py::test_default_update_fits_the_budget": 5.0,
+    # whole groups: the sanitizer sweep over every model (46 x ~0.8 s), the kernel cache's end-to-end
+    # checks (each compiles the kernels once more)
+    "tests/test_targets.py::test_sanitized_host_build_is_clean": 34.0,
+    "tests/test_build_cache.py::test_changed_kernel_reaches_the_library": 19.4,
+    "tests/test_build_cache.py::test_cached_build_equals_plain_make_host": 9.5,
+}
+
+
+def _source(obj) -> str:
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
+
+
+def _runs_qemu(item, memo: dict) -> bool:
+    fn = getattr(item, "function", None)
+    if fn is None:
+        return False
+    module = inspect.getmodule(fn)
+    todo = [fn] + [defs[-1].func for name in item.fixturenames
+                   for defs in [item._fixtureinfo.name2fixturedefs.get(name) or ()] if defs]
+    seen = set()
+    while todo:
+        f = todo.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        if f not in memo:
+            memo[f] = _source(f)
+        text = memo[f]
+        if _QEMU_CODE.search(text):
+            return True
+        for name in set(_NAME.findall(text)):  # module-level helpers it calls
+            g = getattr(module, name, None)
+            if inspect.isfunction(g) and inspect.getmodule(g) is module:
+                todo.append(g)
+    return False
+
+
+def _is_slow(item) -> bool:
+    nodeid = item.nodeid
+    base = nodeid.split("[", 1)[0]
+    return nodeid in SLOW_TESTS or base in SLOW_TESTS
+
+
+def pytest_collection_modifyitems(config, items):
+    memo: dict = {}
+    for item in items:
+        if _runs_qemu(item, memo):
+            item.add_marker(pytest.mark.qemu)
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)

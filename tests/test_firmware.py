@@ -268,12 +268,12 @@ def test_host_lib_cffi(project):
     import cffi
 
     from pockmcu.build import build_host_lib
+    from pockmcu.sim import model_cdef
 
     lib_path = build_host_lib(project)
     assert lib_path == project / "build" / "host" / "libpockmcu_model.so" and lib_path.is_file()
     ffi = cffi.FFI()
-    ffi.cdef("int pockmcu_init(void); void *pockmcu_input(int); const void *pockmcu_output(int);"
-             "uint32_t pockmcu_input_bytes(int); uint32_t pockmcu_output_bytes(int); int pockmcu_invoke(void);")
+    ffi.cdef(model_cdef(project))
     lib = ffi.dlopen(str(lib_path))
     assert lib.pockmcu_init() == 0
     assert [lib.pockmcu_input_bytes(i) for i in range(2)] == [N_IN0, N_IN1]

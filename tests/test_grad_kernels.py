@@ -60,92 +60,13 @@ F32 = np.float32
 # build + cffi bindings
 # --------------------------------------------------------------------------
 
-CDEF = r"""
-typedef enum { ARM_CMSIS_NN_SUCCESS = 0, ARM_CMSIS_NN_ARG_ERROR = -1,
-               ARM_CMSIS_NN_NO_IMPL_ERROR = -2, ARM_CMSIS_NN_FAILURE = -3 } arm_cmsis_nn_status;
-typedef struct { int32_t w; int32_t h; } cmsis_nn_tile;
-typedef struct { void *buf; int32_t size; } cmsis_nn_context;
-typedef struct { int32_t n; int32_t h; int32_t w; int32_t c; } cmsis_nn_dims;
-typedef struct { int32_t min; int32_t max; } cmsis_nn_activation;
-typedef struct { int32_t input_offset; int32_t output_offset; cmsis_nn_tile stride;
-                 cmsis_nn_tile padding; cmsis_nn_tile dilation;
-                 cmsis_nn_activation activation; } cmsis_nn_conv_params;
-typedef struct { int32_t input_offset; int32_t output_offset; int32_t ch_mult;
-                 cmsis_nn_tile stride; cmsis_nn_tile padding; cmsis_nn_tile dilation;
-                 cmsis_nn_activation activation; } cmsis_nn_dw_conv_params;
-typedef struct { cmsis_nn_tile stride; cmsis_nn_tile padding;
-                 cmsis_nn_activation activation; } cmsis_nn_pool_params;
-typedef struct { float lr; float momentum; int32_t batch; int32_t apply; } pockmcu_optimizer;
+def cdef() -> str:
+    """cffi declarations: kernels_c/pockmcu_nn.h (and what it includes) as gcc reads it; no
+    prototype is copied here."""
+    from pockmcu.cdecl import c_declarations
 
-uint32_t pockmcu_xorshift32(uint32_t *);
-int32_t pockmcu_stochastic_round(float, uint32_t *);
-void pockmcu_update_s8(int8_t *, const float *, int32_t, float, float *, float *,
-                       const pockmcu_optimizer *, uint32_t *);
-void pockmcu_update_s32(int32_t *, const float *, int32_t, const float *, float *, float *,
-                        const pockmcu_optimizer *, uint32_t *);
-typedef struct { int32_t *multiplier; int32_t *shift; } cmsis_nn_per_channel_quant_params;
-arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *, const cmsis_nn_dims *,
-    const cmsis_nn_dims *, const int8_t *, const float *, const cmsis_nn_dims *, const float *, float *);
-arm_cmsis_nn_status pockmcu_conv_grad_input_split_f32(const cmsis_nn_conv_params *, const cmsis_nn_dims *,
-    const cmsis_nn_dims *, const int8_t *, const int8_t *, int32_t, const float *, const cmsis_nn_dims *,
-    const float *, float *);
-arm_cmsis_nn_status pockmcu_convolve_split_s8(const cmsis_nn_context *, const cmsis_nn_conv_params *,
-    const cmsis_nn_per_channel_quant_params *, const cmsis_nn_dims *, const int8_t *,
-    const cmsis_nn_dims *, const int8_t *, const int8_t *, int32_t, const cmsis_nn_dims *, const int32_t *,
-    const cmsis_nn_dims *, int8_t *, int32_t);
-arm_cmsis_nn_status arm_convolve_wrapper_s8(const cmsis_nn_context *, const cmsis_nn_conv_params *,
-    const cmsis_nn_per_channel_quant_params *, const cmsis_nn_dims *, const int8_t *,
-    const cmsis_nn_dims *, const int8_t *, const cmsis_nn_dims *, const int32_t *,
-    const cmsis_nn_dims *, int8_t *);
-arm_cmsis_nn_status pockmcu_convolve_ort_s8(const cmsis_nn_context *, const cmsis_nn_conv_params *,
-    const cmsis_nn_per_channel_quant_params *, const cmsis_nn_dims *, const int8_t *,
-    const cmsis_nn_dims *, const int8_t *, const cmsis_nn_dims *, const int32_t *,
-    const cmsis_nn_dims *, int8_t *);
-arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_f32(const cmsis_nn_dw_conv_params *,
-    const cmsis_nn_dims *, const cmsis_nn_dims *, const int8_t *, const float *, const cmsis_nn_dims *,
-    const float *, float *);
-arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_context *,
-    const cmsis_nn_dw_conv_params *, const cmsis_nn_dims *, const cmsis_nn_dims *, const int8_t *, const float *,
-    const cmsis_nn_dims *, const float *, float *);
-int32_t pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(const cmsis_nn_dw_conv_params *,
-    const cmsis_nn_dims *, const cmsis_nn_dims *);
-arm_cmsis_nn_status pockmcu_fully_connected_grad_input_f32(const cmsis_nn_dims *, const cmsis_nn_dims *,
-    const int8_t *, int32_t, const float *, const float *, float *);
-arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *, const cmsis_nn_conv_params *,
-    const cmsis_nn_dims *, const int8_t *, const cmsis_nn_dims *, int8_t *, int32_t,
-    const cmsis_nn_dims *, const float *, const float *, float *, float *,
-    const pockmcu_optimizer *, uint32_t *);
-int32_t pockmcu_conv_wgrad_update_s8_get_buffer_size(const cmsis_nn_dims *, const cmsis_nn_dims *);
-arm_cmsis_nn_status pockmcu_depthwise_conv_wgrad_update_s8(const cmsis_nn_context *,
-    const cmsis_nn_dw_conv_params *, const cmsis_nn_dims *, const int8_t *, const cmsis_nn_dims *,
-    int8_t *, int32_t, const cmsis_nn_dims *, const float *, const float *, float *, float *,
-    const pockmcu_optimizer *, uint32_t *);
-int32_t pockmcu_depthwise_conv_wgrad_update_s8_get_buffer_size(const cmsis_nn_dims *, const cmsis_nn_dims *);
-arm_cmsis_nn_status pockmcu_fully_connected_wgrad_update_s8(const cmsis_nn_dims *, const int8_t *, int32_t,
-    const cmsis_nn_dims *, int8_t *, int32_t, const float *, const float *, float *, float *,
-    const pockmcu_optimizer *, uint32_t *);
-void pockmcu_bias_update_s32(int32_t *, const float *, int32_t, int32_t, const float *, float *, float *,
-    const pockmcu_optimizer *, uint32_t *);
-void pockmcu_mask_pack_s8(const int8_t *, int32_t, int32_t, int32_t, uint8_t *);
-void pockmcu_mask_apply_f32(float *, const uint8_t *, int32_t);
-int32_t pockmcu_mask_bytes(int32_t);
-arm_cmsis_nn_status pockmcu_avgpool_grad_f32(const cmsis_nn_pool_params *, const cmsis_nn_dims *,
-    const cmsis_nn_dims *, const cmsis_nn_dims *, const float *, float *);
-arm_cmsis_nn_status pockmcu_max_pool_grad_f32(const cmsis_nn_pool_params *, const cmsis_nn_dims *,
-    const int8_t *, const cmsis_nn_dims *, const cmsis_nn_dims *, const float *, float *);
-void pockmcu_mean_grad_f32(const cmsis_nn_dims *, const float *, float *);
-arm_cmsis_nn_status pockmcu_conv_1x1_grad_from_mean_f32(const cmsis_nn_dims *, const float *, const uint8_t *,
-    const cmsis_nn_dims *, const int8_t *, const float *, int32_t *, const float *, float *, float *,
-    const pockmcu_optimizer *, uint32_t *, float *);
-arm_cmsis_nn_status pockmcu_pad_grad_f32(const cmsis_nn_dims *, const cmsis_nn_dims *,
-    const cmsis_nn_dims *, const float *, float *);
-void pockmcu_slice_f32(const float *, int32_t, int32_t, int32_t, int32_t, float *);
-void pockmcu_slice_s8(const int8_t *, int32_t, int32_t, int32_t, int32_t, int8_t *);
-void pockmcu_add_f32(const float *, const float *, float *, int32_t);
-float pockmcu_softmax_xent_grad_s8(const int8_t *, int32_t, int32_t, float, const float *, float *);
-float pockmcu_mse_grad_s8(const int8_t *, int32_t, float, int32_t, const float *, float *);
-float pockmcu_mse_grad_f32(const float *, int32_t, const float *, float *);
-"""
+    return c_declarations(KERNELS / "pockmcu_nn.h", include_dirs=[KERNELS])
+
 
 
 def build_lib(outdir: Path, sanitize: bool = False) -> Path:
@@ -206,7 +127,7 @@ class TK:
         import cffi
 
         self.ffi = cffi.FFI()
-        self.ffi.cdef(CDEF)
+        self.ffi.cdef(cdef())
         self.lib = self.ffi.dlopen(str(so_path))
 
     # -- helpers ----------------------------------------------------------
@@ -1598,7 +1519,9 @@ def run_workload_host(tmp: Path) -> bytes:
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0 and res.stderr == "", res.stderr
     ffi = cffi.FFI()
-    ffi.cdef("int32_t pockmcu_workload(uint8_t *, int32_t);")
+    from pockmcu.cdecl import code_declarations
+
+    ffi.cdef(code_declarations(WORKLOAD_C, include_dirs=[KERNELS]))
     lib = ffi.dlopen(str(so))
     buf = ffi.new("uint8_t[16384]")
     n = lib.pockmcu_workload(buf, 16384)

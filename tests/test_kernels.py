@@ -43,83 +43,13 @@ I32_MAX = (1 << 31) - 1
 # build + cffi bindings
 # --------------------------------------------------------------------------
 
-CDEF = r"""
-typedef enum { ARM_CMSIS_NN_SUCCESS = 0, ARM_CMSIS_NN_ARG_ERROR = -1,
-               ARM_CMSIS_NN_NO_IMPL_ERROR = -2, ARM_CMSIS_NN_FAILURE = -3 } arm_cmsis_nn_status;
-typedef struct { int32_t w; int32_t h; } cmsis_nn_tile;
-typedef struct { void *buf; int32_t size; } cmsis_nn_context;
-typedef struct { int32_t n; int32_t h; int32_t w; int32_t c; } cmsis_nn_dims;
-typedef struct { int32_t *multiplier; int32_t *shift; } cmsis_nn_per_channel_quant_params;
-typedef struct { int32_t multiplier; int32_t shift; } cmsis_nn_per_tensor_quant_params;
-typedef struct { int32_t min; int32_t max; } cmsis_nn_activation;
-typedef struct { int32_t input_offset; int32_t output_offset; cmsis_nn_tile stride;
-                 cmsis_nn_tile padding; cmsis_nn_tile dilation;
-                 cmsis_nn_activation activation; } cmsis_nn_conv_params;
-typedef struct { int32_t input_offset; int32_t output_offset; int32_t ch_mult;
-                 cmsis_nn_tile stride; cmsis_nn_tile padding; cmsis_nn_tile dilation;
-                 cmsis_nn_activation activation; } cmsis_nn_dw_conv_params;
-typedef struct { cmsis_nn_tile stride; cmsis_nn_tile padding;
-                 cmsis_nn_activation activation; } cmsis_nn_pool_params;
-typedef struct { int32_t input_offset; int32_t filter_offset; int32_t output_offset;
-                 cmsis_nn_activation activation; } cmsis_nn_fc_params;
+def cdef() -> str:
+    """cffi declarations: kernels_c/pockmcu_nn.h (and what it includes) as gcc reads it, plus the
+    shim's functions below; no prototype is copied here."""
+    from pockmcu.cdecl import code_declarations
 
-arm_cmsis_nn_status arm_convolve_wrapper_s8(const cmsis_nn_context *, const cmsis_nn_conv_params *,
-    const cmsis_nn_per_channel_quant_params *, const cmsis_nn_dims *, const int8_t *,
-    const cmsis_nn_dims *, const int8_t *, const cmsis_nn_dims *, const int32_t *,
-    const cmsis_nn_dims *, int8_t *);
-int32_t arm_convolve_wrapper_s8_get_buffer_size(const cmsis_nn_conv_params *, const cmsis_nn_dims *,
-    const cmsis_nn_dims *, const cmsis_nn_dims *);
-arm_cmsis_nn_status arm_depthwise_conv_wrapper_s8(const cmsis_nn_context *, const cmsis_nn_dw_conv_params *,
-    const cmsis_nn_per_channel_quant_params *, const cmsis_nn_dims *, const int8_t *,
-    const cmsis_nn_dims *, const int8_t *, const cmsis_nn_dims *, const int32_t *,
-    const cmsis_nn_dims *, int8_t *);
-int32_t arm_depthwise_conv_wrapper_s8_get_buffer_size(const cmsis_nn_dw_conv_params *,
-    const cmsis_nn_dims *, const cmsis_nn_dims *, const cmsis_nn_dims *);
-arm_cmsis_nn_status arm_fully_connected_s8(const cmsis_nn_context *, const cmsis_nn_fc_params *,
-    const cmsis_nn_per_tensor_quant_params *, const cmsis_nn_dims *, const int8_t *,
-    const cmsis_nn_dims *, const int8_t *, const cmsis_nn_dims *, const int32_t *,
-    const cmsis_nn_dims *, int8_t *);
-arm_cmsis_nn_status arm_fully_connected_per_channel_s8(const cmsis_nn_context *, const cmsis_nn_fc_params *,
-    const cmsis_nn_per_channel_quant_params *, const cmsis_nn_dims *, const int8_t *,
-    const cmsis_nn_dims *, const int8_t *, const cmsis_nn_dims *, const int32_t *,
-    const cmsis_nn_dims *, int8_t *);
-int32_t arm_fully_connected_s8_get_buffer_size(const cmsis_nn_dims *);
-arm_cmsis_nn_status arm_avgpool_s8(const cmsis_nn_context *, const cmsis_nn_pool_params *,
-    const cmsis_nn_dims *, const int8_t *, const cmsis_nn_dims *, const cmsis_nn_dims *, int8_t *);
-int32_t arm_avgpool_s8_get_buffer_size(const int, const int);
-arm_cmsis_nn_status arm_max_pool_s8(const cmsis_nn_context *, const cmsis_nn_pool_params *,
-    const cmsis_nn_dims *, const int8_t *, const cmsis_nn_dims *, const cmsis_nn_dims *, int8_t *);
-arm_cmsis_nn_status arm_elementwise_add_s8(const int8_t *, const int8_t *, const int32_t, const int32_t,
-    const int32_t, const int32_t, const int32_t, const int32_t, const int32_t, int8_t *,
-    const int32_t, const int32_t, const int32_t, const int32_t, const int32_t, const int32_t);
-void arm_softmax_s8(const int8_t *, const int32_t, const int32_t, const int32_t, const int32_t,
-    const int32_t, int8_t *);
-void arm_concatenation_s8_x(const int8_t *, const uint16_t, const uint16_t, const uint16_t,
-    const uint16_t, int8_t *, const uint16_t, const uint32_t);
-void arm_concatenation_s8_y(const int8_t *, const uint16_t, const uint16_t, const uint16_t,
-    const uint16_t, int8_t *, const uint16_t, const uint32_t);
-void arm_concatenation_s8_z(const int8_t *, const uint16_t, const uint16_t, const uint16_t,
-    const uint16_t, int8_t *, const uint16_t, const uint32_t);
-void arm_concatenation_s8_w(const int8_t *, const uint16_t, const uint16_t, const uint16_t,
-    const uint16_t, int8_t *, const uint32_t);
-arm_cmsis_nn_status arm_pad_s8(const int8_t *, int8_t *, const int8_t, const cmsis_nn_dims *,
-    const cmsis_nn_dims *, const cmsis_nn_dims *);
+    return code_declarations(SHIM_C, include_dirs=[KERNELS])
 
-arm_cmsis_nn_status pockmcu_mean_s8(const cmsis_nn_dims *, const int8_t *, int32_t, int32_t,
-    int32_t, int32_t, int8_t *);
-arm_cmsis_nn_status pockmcu_logistic_s8(const int8_t *, int32_t, int32_t, int32_t, int32_t,
-    int32_t, int8_t *);
-arm_cmsis_nn_status pockmcu_quantize_f32_s8(const float *, int32_t, float, int32_t, int8_t *);
-arm_cmsis_nn_status pockmcu_dequantize_s8_f32(const int8_t *, int32_t, float, int32_t, float *);
-
-void shim_requantize(const int32_t *, const int32_t *, const int32_t *, int32_t *, int32_t);
-void shim_srdhm(const int32_t *, const int32_t *, int32_t *, int32_t);
-void shim_rdbpot(const int32_t *, const int32_t *, int32_t *, int32_t);
-void shim_exp_on_negative_values(const int32_t *, int32_t, int32_t *, int32_t);
-void shim_one_over_one_plus_x(const int32_t *, int32_t *, int32_t);
-void shim_logistic_fixed(const int32_t *, int32_t, int32_t *, int32_t);
-void shim_roundf(const float *, float *, int32_t);
-"""
 
 # Test-only C shim exposing the static inline helpers of pockmcu_nn_support.h.
 SHIM_C = r"""
@@ -167,7 +97,7 @@ class Kernels:
         import cffi
 
         self.ffi = cffi.FFI()
-        self.ffi.cdef(CDEF)
+        self.ffi.cdef(cdef())
         self.lib = self.ffi.dlopen(str(so_path))
 
     # -- helpers ----------------------------------------------------------

@@ -48,14 +48,12 @@ void shim_f32_from_int(const int32_t *a, uint32_t *o, int32_t n)
 { int32_t i; for (i = 0; i < n; i++) o[i] = pockmcu_f32_from_int(a[i]); }
 """
 
-CDEF = """
-void shim_requantize_ort(const int32_t *, const int32_t *, const int32_t *, int32_t *, int32_t);
-void shim_f32_add(const uint32_t *, const uint32_t *, uint32_t *, int32_t);
-void shim_f32_mul(const uint32_t *, const uint32_t *, uint32_t *, int32_t);
-void shim_f32_div(const uint32_t *, const uint32_t *, uint32_t *, int32_t);
-void shim_f32_rint(const uint32_t *, int32_t *, int32_t);
-void shim_f32_from_int(const int32_t *, uint32_t *, int32_t);
-"""
+def cdef() -> str:
+    """cffi declarations of the shim's functions (and of kernels_c/pockmcu_nn.h, which it includes)."""
+    from pockmcu.cdecl import code_declarations
+
+    return code_declarations(SHIM_C, include_dirs=[KERNELS])
+
 
 
 def build_shim(outdir: Path, sanitize: bool = False) -> Path:
@@ -76,7 +74,7 @@ class Shim:
         import cffi
 
         self.ffi = cffi.FFI()
-        self.ffi.cdef(CDEF)
+        self.ffi.cdef(cdef())
         self.lib = self.ffi.dlopen(str(so))
 
     def _p(self, ctype, a):
