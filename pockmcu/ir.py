@@ -88,6 +88,9 @@ class Graph:
     #: whose integer arithmetic the ops reproduce: "tflm" (TFLite Micro's fixed point) or
     #: "onnxruntime" (MLAS's float32 requantization, emulated exactly with integers)
     numerics: str = "tflm"
+    #: ONNX models: IR tensor name -> (ONNX value name, layout, ONNX shape, ONNX dtype), for
+    #: comparing layer outputs with onnxruntime
+    onnx_values: dict = field(default_factory=dict)
 
     def t(self, name: str) -> Tensor:
         return self.tensors[name]
