@@ -167,8 +167,6 @@ def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT
                   target: str = "qemu-m4", train: TrainOptions | None = None, stream: str = "auto",
                   numerics: str | None = None) -> Compiled:
     """Load ``path`` and compile it (``compile_graph``)."""
-    if stream not in STREAM_MODES:
-        raise PockError(f"--stream {stream!r}: use one of {', '.join(STREAM_MODES)}")
     return compile_graph(load_and_check(path, numerics), ram, flash, stack, target, train, stream)
 
 
@@ -181,8 +179,9 @@ def _compile_once(g: Graph, ram, flash, stack, target, train: TrainOptions | Non
         sg = replace(sg, ops=list(plan.schedule))
         return Compiled(graph=sg, plan=plan, ram_budget=ram, flash_budget=flash, stack_bytes=stack,
                         target=target, stream=streamed)
-    sg, streamed = _stream_for_training(g, mode, spec, train, cands)
-    tg = build_training(sg, spec, train.loss, reorder=train.reorder, fuse_mean=train.fuse_mean_backward)
+    sg, streamed, tg = _stream_for_training(g, mode, spec, train, cands)
+    if tg is None or sg is not g:
+        tg = build_training(sg, spec, train.loss, reorder=train.reorder, fuse_mean=train.fuse_mean_backward)
     plan = plan_memory(tg.graph, tg.schedule)
     tg = tg.reordered(plan.schedule)
     return Compiled(graph=tg.graph, plan=plan, ram_budget=ram, flash_budget=flash, stack_bytes=stack,
@@ -194,13 +193,14 @@ def _stream_for_training(g: Graph, mode: str, spec, train: TrainOptions, cands):
 
     Only layers before the first one that trains can stream, and the rest of the training
     schedule (its saved activations, gradients) is a floor streaming cannot lower: it is measured
-    on the training graph built from the unstreamed graph (a new graph; ``g`` is unchanged)."""
+    on the training graph built from the unstreamed graph (a new graph; ``g`` is unchanged), which
+    is returned too: (graph, stream or None, that training graph or None)."""
     if mode == "off":
-        return g, None
+        return g, None, None
     trained = [k for k, op in enumerate(g.ops) if any(u.op is op and (u.bias or u.channels) for u in spec.layers)]
     limit = min(trained, default=len(g.ops))
     if not any(c[0].end <= limit for c in cands):
-        return g, None
+        return g, None, None
     tg = build_training(g, spec, train.loss, reorder=train.reorder, fuse_mean=train.fuse_mean_backward)
     live = live_bytes(lifetimes(tg.graph, tg.schedule).buffers, len(tg.schedule)) + [0]
     for s in range(len(tg.schedule) - 1, -1, -1):     # live[s] = peak from step s on
@@ -211,7 +211,7 @@ def _stream_for_training(g: Graph, mode: str, spec, train: TrainOptions, cands):
     def floor(end: int) -> int:
         return live[at[id(fwd[end - 1])] + 1] if end > 0 else live[0]
 
-    return choose_stream(g, mode, limit=limit, floor=floor, candidates=cands)
+    return *choose_stream(g, mode, limit=limit, floor=floor, candidates=cands), tg
 
 
 def _check_flash(source, c: Compiled, flash: int | None) -> None:

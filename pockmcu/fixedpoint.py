@@ -14,6 +14,8 @@ and where in double.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import math
 from typing import Iterable
 
@@ -780,8 +782,6 @@ def ort_avgpool(taps, dq: np.ndarray, s_out: float, zp_out_onnx: int, zp_offset:
 
 def _logf(x: float) -> float:
     """The C library's float32 logf (what onnxruntime's std::log(float) calls), numpy's float32 log without one."""
-    import ctypes  # noqa: PLC0415
-    import ctypes.util  # noqa: PLC0415
 
     name = ctypes.util.find_library("m")
     if name:

@@ -28,13 +28,17 @@ class Plan:
     buffers: list[Buffer]
     tensor_buffer: dict[str, str]          # tensor name -> buffer name
     scratch: dict[str, str]                # op name -> scratch buffer name
-    steps: list[str]                       # op names in schedule order
     arena_bytes: int
     lower_bound_bytes: int
     greedy_bytes: int                      # TFLM-style greedy-by-size on the same lifetimes
     strategy: str
     schedule: list[Op] = field(default_factory=list)             # the ops in the planned order
     writes_over_input: frozenset[str] = frozenset()              # ops writing over a dying input
+
+    @property
+    def steps(self) -> list[str]:
+        """Op names in schedule order."""
+        return [op.name for op in self.schedule]
 
     def buffer(self, name: str) -> Buffer:
         return self._by_name[name]
@@ -60,23 +64,14 @@ def plan_memory(g: Graph, schedule: list | None = None, reorder: bool = True, sh
         new = best_schedule(g, ops)
         if [id(o) for o in new] != [id(o) for o in ops] and schedule_peak(g, new) < schedule_peak(g, ops):
             ops = new
-    lt = lifetimes(g, ops, share)
-    buffers = [Buffer(b.name, b.size, b.first, b.last, list(b.tensors), -1, b.kind) for b in lt.buffers]
+    lt = lifetimes(g, ops, share)          # new buffers: placement writes their offsets
+    buffers = lt.buffers
     offsets, arena, greedy, strategy = place_buffers(buffers, len(ops))
     for b, off in zip(buffers, offsets):
         b.offset = off
-    return Plan(buffers=buffers, tensor_buffer=dict(lt.tensor_buffer), scratch=dict(lt.scratch),
-                steps=[op.name for op in ops], arena_bytes=arena,
+    return Plan(buffers=buffers, tensor_buffer=lt.tensor_buffer, scratch=lt.scratch, arena_bytes=arena,
                 lower_bound_bytes=lower_bound(buffers, len(ops)), greedy_bytes=greedy, strategy=strategy,
                 schedule=ops, writes_over_input=lt.writes_over_input)
-
-
-def in_plan_order(ops: list[Op], plan: Plan) -> list[Op]:
-    """``ops`` (a subset of the planned schedule, e.g. the forward pass) in the plan's order."""
-    pos = {id(o): k for k, o in enumerate(plan.schedule)}
-    if not all(id(o) in pos for o in ops):
-        return list(ops)
-    return sorted(ops, key=lambda o: pos[id(o)])
 
 
 def check_plan(plan: Plan) -> None:

@@ -36,14 +36,18 @@ split and training.
 
 from __future__ import annotations
 
+import html
 import json
 import math
+import multiprocessing
 import os
-import shutil
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import jinja2
+import markupsafe
 import numpy as np
 
 from . import __version__
@@ -171,11 +175,16 @@ class Coster:
 
     def compiled(self, scheme: Scheme, ram: int = BIG_RAM, stream: str | None = None):
         opts = TrainOptions(spec=json.dumps(scheme.spec(self.optimizer)), loss=self.loss, reorder=self.reorder)
-        stream = stream or self.stream
-        if stream != "off" and self._candidates is None:
+        return compile_graph(self.g, ram, None, self.stack, self.target, opts, stream or self.stream,
+                             stream_candidates=self.candidates(stream or self.stream))
+
+    def candidates(self, stream: str) -> list | None:
+        """stream.all_candidates of the graph, computed once for every compile of it (None: not streaming)."""
+        if stream == "off":
+            return None
+        if self._candidates is None:
             self._candidates = all_candidates(self.g)
-        return compile_graph(self.g, ram, None, self.stack, self.target, opts, stream,
-                             stream_candidates=self._candidates)
+        return self._candidates
 
     def __call__(self, scheme: Scheme, budget: int | None = None) -> Cost:
         """The scheme's cost; with ``budget``, as compile_model would build it for that --ram: under
@@ -257,15 +266,11 @@ def measured_gains(path, info: list[dict], data, seed: int = 0, loss: str = "xen
     spec_of = [json.dumps(_apply(Scheme(0, (0,) * L), o).spec(coster.optimizer)) for o in options]
     with tempfile.TemporaryDirectory(prefix="pockmcu-calib-") as tmp:
         dirs = [Path(tmp) / f"c{j}" for j in range(len(options))]
-        warm = Path(tmp) / "warm"
-        _prepare((str(path), spec_of[0], loss, str(dirs[0]), None))   # builds the kernels once ...
-        shutil.copytree(dirs[0] / "build" / "host", warm)
-        jobs = [(str(path), spec_of[j], loss, str(dirs[j]), str(warm)) for j in range(1, len(options))]
+        # the first build puts the kernel archive in the cache (build.kernel_archive) ...
+        _prepare((str(path), spec_of[0], loss, str(dirs[0])))
+        jobs = [(str(path), spec_of[j], loss, str(dirs[j])) for j in range(1, len(options))]
         workers = max(1, min(4, os.cpu_count() or 1))
-        if workers > 1 and jobs:                                           # ... the rest in parallel
-            import multiprocessing  # noqa: PLC0415
-            from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
-
+        if workers > 1 and jobs:                                           # ... the rest link it, in parallel
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
                 list(pool.map(_prepare, jobs))
         else:
@@ -286,13 +291,9 @@ def measured_gains(path, info: list[dict], data, seed: int = 0, loss: str = "xen
 
 
 def _prepare(job) -> None:
-    """Generate one candidate's project and build its host library (reusing the kernels' objects)."""
-
-    path, spec, loss, out, warm = job
+    """Generate one candidate's project and build its host library."""
+    path, spec, loss, out = job
     write_project(compile_model(path, BIG_RAM, train=TrainOptions(spec=spec, loss=loss)), out)
-    if warm:   # the kernels are the same in every candidate: reuse their objects
-        shutil.copytree(warm, Path(out) / "build" / "host", dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("model.*", "weights.*", "*.so"))
     build_host_lib(out)
 
 
@@ -348,7 +349,8 @@ class Searcher:
         else:
             self.gains = prior_gains(self.info)
             self.source = "prior"
-        self.inference_ram = compile_graph(g, BIG_RAM, None, self.coster.stack, target, None, stream).ram_needed
+        self.inference_ram = compile_graph(g, BIG_RAM, None, self.coster.stack, target, None, stream,
+                                           stream_candidates=self.coster.candidates(stream)).ram_needed
         empty = Scheme(0, (0,) * self.L)
         self.singles = {}              # option -> Cost of the option alone
         for opt in self._all_options():
@@ -469,7 +471,6 @@ def plot_svg(choices: list[Choice], explored: list[tuple[float, int]], width: in
              height: int = 380) -> str:
     """RAM needed (x) against expected gain (y): one labelled point per budget, explored schemes in grey,
     budgets as dashed vertical lines."""
-    import html  # noqa: PLC0415
 
     left, top, w, h = 70, 15, width - 95, height - 60
     xs = [c.cost.ram for c in choices] + [c.budget for c in choices] + [r for _, r in explored]
@@ -508,7 +509,6 @@ def plot_svg(choices: list[Choice], explored: list[tuple[float, int]], width: in
 
 
 def render_plan_html(model: str, choices: list[Choice], searcher: Searcher) -> str:
-    import jinja2  # noqa: PLC0415
 
 
     root = Path(__file__).resolve().parents[1] / "templates"
@@ -523,6 +523,5 @@ def render_plan_html(model: str, choices: list[Choice], searcher: Searcher) -> s
 
 
 def _markup(text: str):
-    import markupsafe  # noqa: PLC0415
 
     return markupsafe.Markup(text)

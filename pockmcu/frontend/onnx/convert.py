@@ -39,7 +39,7 @@ def short_name(kind: str) -> str:
 
 
 def load_onnx(path: str | Path, numerics: str = "tflm") -> Graph:
-    import onnx  # noqa: PLC0415
+    import onnx  # noqa: PLC0415  (optional: ONNX models only)
 
     path = Path(path)
     model = read_model(path)

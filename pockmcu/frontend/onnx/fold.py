@@ -30,7 +30,7 @@ from .values import INF, Act, Deq, Pending, QConst, copy_quant, replace, same_qu
 
 
 def constant(cx: Builder, node):
-    import onnx  # noqa: PLC0415
+    import onnx  # noqa: PLC0415  (optional: ONNX models only)
 
     a = node.attribute[0]
     if a.name == "value":

@@ -10,6 +10,7 @@ computes in float (``ort_float_nodes``).
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -25,7 +26,7 @@ QUANT_OPS = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul
 
 
 def node_attrs(node) -> dict[str, Any]:
-    import onnx  # noqa: PLC0415
+    import onnx  # noqa: PLC0415  (optional: ONNX models only)
 
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
@@ -33,7 +34,7 @@ def node_attrs(node) -> dict[str, Any]:
 def read_model(path: Path):
     """The ModelProto of an .onnx file, with its initializers readable (PockError otherwise)."""
     try:
-        import onnx  # noqa: PLC0415
+        import onnx  # noqa: PLC0415  (optional: ONNX models only)
     except ImportError:
         raise PockError(f"{path}: reading ONNX models needs the onnx package: pip install onnx") from None
     if not path.exists():
@@ -150,11 +151,10 @@ def ort_float_nodes(model) -> set[str]:
     that holds for every model in tests/ and ../shared/models but is not onnxruntime's rule (a bare
     DequantizeLinear -> Softmax -> QuantizeLinear graph is fused although its QuantizeLinear is a graph
     output): a Softmax stays float when the QuantizeLinear after it is a graph output."""
-    import tempfile  # noqa: PLC0415
 
     try:
-        import onnx  # noqa: PLC0415
-        import onnxruntime as ort  # noqa: PLC0415
+        import onnx  # noqa: PLC0415  (optional: ONNX models only)
+        import onnxruntime as ort  # noqa: PLC0415  (optional)
     except ImportError:
         outs = {o.name for o in model.graph.output}
         q_out = {n.input[0] for n in model.graph.node if n.op_type == "QuantizeLinear" and n.output[0] in outs}
