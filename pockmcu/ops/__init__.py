@@ -1,21 +1,13 @@
 """Operator definitions. Importing this package registers every operator.
 
-To add an operator, add one module here with an ``OpDef`` subclass decorated
-with ``@register`` and import it below.
+To add an operator, add one module to this package with an ``OpDef`` subclass decorated with
+``@register``: every module here is imported (in name order), so nothing else lists it.
 """
 
-from . import (  # noqa: F401,E402,E501
-    activations,
-    conv,
-    elementwise,
-    fully_connected,
-    layout,
-    pool,
-    quantize,
-    reduce,
-    requantize,
-    shape_ops,
-    tiling,
-    training_ops,  # noqa: F401,E402  (ops that exist only in training graphs)
-)
+import importlib
+import pkgutil
+
 from .base import REGISTRY, TFLITE_BUILTINS, OpDef, opdef, register  # noqa: F401
+
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    importlib.import_module(f"{__name__}.{_module}")
