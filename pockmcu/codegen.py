@@ -10,6 +10,7 @@ failure never leaves a half-written OUT.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -30,6 +31,12 @@ from .targets import get_target
 from .training.params import entries
 
 WEIGHT_ROLES = {1: "weights", 2: "bias"}
+#: the scratch context of kernels that take one but need none
+NO_SCRATCH = "pockmcu_no_scratch"
+#: identifiers model.c uses itself: no tensor is named after them
+RESERVED_NAMES = frozenset({"status", "train", "inputs", "outputs", "input_bytes", "output_bytes", "op_names",
+                            "nll_table", "seed_stream", "label", "result", "out", "best", "rc", "k", "c", "p",
+                            "dst", "src", "index", "bytes", "seed", "lr"})
 
 
 def short_name(name: str, limit: int = 64) -> str:
@@ -65,7 +72,7 @@ class CodeGen:
 
     # -- naming ---------------------------------------------------------------------------
     def _name_tensors(self) -> dict[str, str]:
-        g, names, used = self.g, {}, set()
+        g, names, used = self.g, {}, set(RESERVED_NAMES)
 
         def claim(t: str, want: str) -> None:
             want = c_ident(want)
@@ -171,17 +178,27 @@ class CodeGen:
                 continue
             scratch = self.plan.scratch.get(op.name)
             kernel = self.kernel(op)
-            ctx = dict(d.c_context(self.g, op, self), kernel=kernel.function, n=c_ident(op.name), ptr=self.ptr,
-                       dims=self.dims,
-                       scratch=f"(pockmcu_arena + {self.plan.buffer(scratch).offset})" if scratch else "NULL",
-                       scratch_size=self.plan.buffer(scratch).size if scratch else 0)
+            n = c_ident(op.name)
+            # kernels with a scratch argument get their planned buffer as a constant context
+            ctx = dict(d.c_context(self.g, op, self), kernel=kernel.function, n=n, ptr=self.ptr, dims=self.dims,
+                       ctx=f"&{n}_ctx" if scratch else f"&{NO_SCRATCH}")
             render = lambda src: self.env.from_string(src).render(**ctx).strip("\n")  # noqa: E731
             call = render(d.c_call)
-            out.append(dict(step=step, op=op, describe=self.describe(op), decls=render(d.c_decls),
+            decls = render(d.c_decls)
+            if scratch and f"&{n}_ctx" in call:
+                b = self.plan.buffer(scratch)
+                decls += (f"\nstatic const cmsis_nn_context {n}_ctx = {{.buf = pockmcu_arena + {b.offset}, "
+                          f".size = {b.size}}}; /* scratch */")
+            out.append(dict(step=step, op=op, describe=self.describe(op), decls=decls.strip("\n"),
                             call=call, alias=False, kernel=kernel.function, decl_rank=rank,
                             query=render(getattr(d, "c_buffer_query", "")),
                             returns_status=d.c_status))
         return out
+
+    def uses_no_scratch(self) -> bool:
+        """Whether any call passes the empty scratch context (model.c declares it then)."""
+        schedules = [self.g.ops] + ([self.train.schedule] if self.train else [])
+        return any(f"&{NO_SCRATCH}" in layer["call"] for s in schedules for layer in self.layers(s))
 
     def kernel(self, op) -> Kernel:
         """The kernel-choice table's row for ``op`` on this target (kernel_table.py)."""
@@ -200,18 +217,29 @@ class CodeGen:
         if not self.train:
             return None
         tg, g = self.train, self.g
+        owner = {}          # trainable tensor -> what it is, named after its layer as the C names it
+        for u in tg.spec.layers:
+            for role, k in (("weights", 1), ("bias", 2)):
+                if len(u.op.inputs) > k and u.op.inputs[k]:
+                    owner[u.op.inputs[k]] = f"the {role} of {u.op.name}"
         params = []
         for k, t in enumerate(self.trainable):
             tensor = g.t(t)
             head = self.heads.get(t, 0)
-            params.append(dict(name=t, c=self.name(t), ram=self.param(t), ctype=C_TYPES[tensor.dtype],
+            params.append(dict(name=t, what=owner.get(t, f"'{short_name(t)}'"), c=self.name(t), ram=self.param(t),
+                               ctype=C_TYPES[tensor.dtype],
                                count=int(np.prod(tg.stored_shape(t))), full=tensor.size, bytes=tg.stored_bytes(t),
                                state=tg.state_elements(t), index=k, head=head,
                                rows=tensor.size // tensor.shape[-1], row=tensor.shape[-1]))
         sched = self.layers(tg.schedule)
         out = g.t(g.outputs[0])
+        # the forward phase: the inference schedule's ops (index in it) and the saves only training runs
+        op_index = {id(op): k for k, op in enumerate(g.ops)}
+        forward = [dict(layer=layer, op=op_index.get(id(layer["op"]))) for layer in sched[:tg.n_forward]]
+        assert [f["layer"]["op"] for f in forward if f["op"] is not None] == list(g.ops), \
+            "internal: the training step's forward phase is not the inference schedule"
 
-        return dict(params=params, schedule=sched, spec=tg.spec, loss=tg.loss,
+        return dict(params=params, schedule=sched, forward=forward, spec=tg.spec, loss=tg.loss,
                     first_backward=tg.n_forward,
                     classes=out.shape[-1], out=out, out_ctype=C_TYPES[out.dtype],
                     label_count=int(np.prod(tg.label_shape)),
@@ -219,8 +247,14 @@ class CodeGen:
                     params_bytes=sum(p["bytes"] for p in params))
 
     def arena_map(self) -> list[dict]:
+        """The arena tensors the generated C names (in a call, or as a model input or output)."""
+        schedules = [self.g.ops] + ([self.train.schedule] if self.train else [])
+        words = {w for s in schedules for layer in self.layers(s) for w in re.findall(r"\w+", layer["call"])}
+        words |= {self.name(t) for t in self.g.inputs + self.g.outputs}
         rows = []
         for t in sorted(self.plan.tensor_buffer, key=lambda t: self.plan.offset(t)):
+            if self.name(t) not in words:
+                continue
             tensor = self.g.t(t)
             b = self.plan.buffer(self.plan.tensor_buffer[t])
             rows.append(dict(c=self.name(t), ctype=C_TYPES[tensor.dtype], offset=b.offset, tensor=tensor,
@@ -232,13 +266,15 @@ class CodeGen:
         for op in self.g.ops:
             if opdef(op.kind).alias:
                 continue
-            for t in op.inputs:
+            for k, t in enumerate(op.inputs):
                 if not t or not self.g.t(t).is_const or any(r["name"] == t for r in rows):
                     continue
                 tensor = self.g.t(t)
                 data = np.asarray(tensor.data).reshape(-1)
+                role = WEIGHT_ROLES.get(k, "constant") if opdef(op.kind).kernel else "constant"
                 rows.append(dict(name=t, c=self.name(t), ctype=C_TYPES[tensor.dtype], tensor=tensor,
-                                 count=data.size, lines=_value_lines(data, tensor.dtype), op=op.name))
+                                 count=data.size, lines=_value_lines(data, tensor.dtype),
+                                 op=op.attrs.get("tile_of", op.name), role=role))
         return rows
 
     def io(self, names: list[str]) -> list[dict]:
@@ -257,8 +293,9 @@ class CodeGen:
         tensors = []
         for b in sorted(p.buffers, key=lambda b: (b.offset, b.first)):
             names = b.tensors or [b.name]
-            tensors.append(dict(name=names[0], aliases=names[1:], kind=b.kind, offset=b.offset, size=b.size,
-                                first=b.first, last=b.last))
+            c_names = [self.name(t) for t in names] if b.tensors else [c_ident(b.name)]
+            tensors.append(dict(name=names[0], c=c_names[0], aliases=names[1:], c_aliases=c_names[1:], kind=b.kind,
+                                offset=b.offset, size=b.size, first=b.first, last=b.last))
         return dict(
             generator=f"pockmcu {__version__}", model=Path(g.source).name, format=g.format, target=c.target,
             model_file="original" + Path(g.source).suffix.lower(),
@@ -281,7 +318,10 @@ class CodeGen:
         if not self.train:
             return None
         tg = self.train
+        backward = tg.schedule[tg.n_forward:]
         return dict(loss=tg.loss, reorder=tg.reorder,
+                    forward_macs=sum(opdef(op.kind).macs(self.g, op) for op in tg.schedule[:tg.n_forward]),
+                    backward_macs=sum(opdef(op.kind).macs(self.g, op) for op in backward),
                     optimizer=dict(kind=tg.spec.kind, lr=tg.spec.lr, momentum=tg.spec.momentum),
                     batch=tg.spec.batch, qas=tg.spec.qas, rounding="stochastic (xorshift32 per tensor)",
                     spec=tg.spec.source, trainable=entries(tg, self.param),

@@ -22,7 +22,7 @@ def timeline_svg(plan_json: dict, width: int = 900, height: int = 360) -> str:
         x = left + t["first"] * sx
         y = top + t["offset"] * sy
         color = "#cccccc" if t["kind"] == "scratch" else PALETTE[i % len(PALETTE)]
-        title = html.escape(f'{t["name"]}: {t["size"]} B at {t["offset"]}, steps {t["first"]}..{t["last"]}')
+        title = html.escape(f'{t["c"]}: {t["size"]} B at {t["offset"]}, steps {t["first"]}..{t["last"]}')
         parts.append(f'<rect class="tensor" x="{x:.1f}" y="{y:.1f}" width="{max((t["last"] - t["first"] + 1) * sx, 1):.1f}" '
                      f'height="{max(t["size"] * sy, 0.5):.1f}" fill="{color}" stroke="#333" stroke-width="0.3">'
                      f'<title>{title}</title></rect>')

@@ -76,7 +76,8 @@ class Model:
         self.ffi, self.lib = _LOADED[digest]
         rc = self.lib.pockmcu_init()
         if rc != 0:
-            raise PockError(f"{out}: pockmcu_init() failed with {rc} (scratch buffer of op {rc - 1} too small)")
+            what = f"training step {rc - 1000}" if rc >= 1000 else f"op {rc - 1}"
+            raise PockError(f"{out}: pockmcu_init() failed with {rc} (the scratch buffer of {what} is too small)")
         self.inputs, self.outputs = self.plan["inputs"], self.plan["outputs"]
 
     def invoke(self, *xs: np.ndarray) -> np.ndarray | list[np.ndarray]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import fixedpoint as fp
 from ..ir import Graph, Op, c_ident
-from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, register, same_or_valid_pads
+from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, opdef, register, same_or_valid_pads
 from .training_ops import sgd_update
 
 PADDING = {0: "SAME", 1: "VALID"}
@@ -114,14 +114,12 @@ static const cmsis_nn_dims {{n}}_output_dims = {{ dims(y.shape) }};
     # head: the weights are split-stored (codegen.CodeGen.head): the trained input channels in RAM,
     # the frozen ones read from flash; pockmcu_convolve_split_s8 takes both (and needs no scratch)
     c_call = """\
-ctx.buf = {{scratch}};
-ctx.size = {{scratch_size}};
 {% if head %}
-status = pockmcu_convolve_split_s8(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
+status = pockmcu_convolve_split_s8({{ctx}}, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
     &{{n}}_filter_dims, {{weights}}, {{head[0]}}, {{head[1]}}, &{{n}}_bias_dims, {{bias}}, &{{n}}_output_dims,
     {{ptr(y)}}, {{ort}});
 {% else %}
-status = {{kernel}}(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
+status = {{kernel}}({{ctx}}, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
     &{{n}}_filter_dims, {{weights}}, &{{n}}_bias_dims, {{bias}}, &{{n}}_output_dims, {{ptr(y)}});
 {% endif %}"""
     c_buffer_query = ("{% if not head %}{{kernel}}_get_buffer_size(&{{n}}_params, &{{n}}_input_dims, "
@@ -335,6 +333,11 @@ class Conv2DGradInput(_GradOp):
     kernel = "pockmcu_conv_grad_input_f32"
     c_status = True
 
+    def macs(self, g: Graph, op: Op) -> int:
+        """One multiply-accumulate per forward MAC: dx = dz (*) w transposed."""
+        f = op.attrs["layer"]
+        return opdef(f.kind).macs(g, f)
+
     def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.attrs["layer"]
         a, xshape = f.attrs, (xs[0].shape[0],) + g.t(f.inputs[0]).shape[1:]
@@ -374,6 +377,11 @@ class Conv2DWgradUpdate(_GradOp):
     role = "update"
     kernel = "pockmcu_conv_wgrad_update_s8"
     c_status = True
+
+    def macs(self, g: Graph, op: Op) -> int:
+        """Per trained weight, one MAC per output position: dz x saved input over the taps."""
+        w, dz = g.t(op.attrs["weights"]), g.t(op.inputs[1])
+        return int(np.prod(dz.shape[1:3])) * w.shape[0] * w.shape[1] * w.shape[2] * op.attrs["channels"]
 
     def raw_grad(self, g: Graph, op: Op, xs) -> np.ndarray:
         f = op.attrs["layer"]
@@ -424,9 +432,7 @@ static const cmsis_nn_dims {{n}}_head_dims = {{ dims(stored_shape) }}; /* the RA
 {% endif %}
 """
     c_call = """\
-ctx.buf = {{scratch}};
-ctx.size = {{scratch_size}};
-status = pockmcu_conv_wgrad_update_s8(&ctx, &{{layer}}_params, &{{n}}_input_dims, {{ptr(saved)}},
+status = pockmcu_conv_wgrad_update_s8({{ctx}}, &{{layer}}_params, &{{n}}_input_dims, {{ptr(saved)}},
                                       &{{filter_dims}}, {{weights}}, {{begin}}, &{{layer}}_output_dims,
                                       {{ptr(dz)}}, {{n}}_coef, {{accum}}, {{velocity}}, &train.optimizer, {{rng}});"""
     c_buffer_query = "pockmcu_conv_wgrad_update_s8_get_buffer_size(&{{n}}_input_dims, &{{filter_dims}})"
@@ -437,6 +443,10 @@ class DepthwiseGradInput(_GradOp):
     kind = "DEPTHWISE_CONV_2D_GRAD_INPUT"
     kernel = "pockmcu_depthwise_conv_grad_input_f32"
     c_status = True
+
+    def macs(self, g: Graph, op: Op) -> int:
+        f = op.attrs["layer"]
+        return opdef(f.kind).macs(g, f)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.attrs["layer"]
@@ -478,9 +488,7 @@ class DepthwiseGradInput(_GradOp):
     c_decls = Conv2DGradInput.c_decls
     c_call = """\
 {% if rows %}
-ctx.buf = {{scratch}};
-ctx.size = {{scratch_size}};
-status = pockmcu_depthwise_conv_grad_input_rows_f32(&ctx, &{{layer}}_params, &{{layer}}_input_dims,
+status = pockmcu_depthwise_conv_grad_input_rows_f32({{ctx}}, &{{layer}}_params, &{{layer}}_input_dims,
                                                     &{{layer}}_filter_dims, {{weights}}, {{n}}_filter_scale,
                                                     &{{layer}}_output_dims, {{ptr(dz)}}, {{ptr(dx)}});
 {% else %}
@@ -494,6 +502,11 @@ status = pockmcu_depthwise_conv_grad_input_f32(&{{layer}}_params, &{{layer}}_inp
 class DepthwiseWgradUpdate(Conv2DWgradUpdate):
     kind = "DEPTHWISE_CONV_2D_WGRAD_UPDATE"
     kernel = "pockmcu_depthwise_conv_wgrad_update_s8"
+
+    def macs(self, g: Graph, op: Op) -> int:
+        w, dz = g.t(op.attrs["weights"]), g.t(op.inputs[1])
+        m = op.attrs["layer"].attrs["ch_mult"]
+        return int(np.prod(dz.shape[1:3])) * w.shape[1] * w.shape[2] * op.attrs["channels"] * m
 
     def raw_grad(self, g: Graph, op: Op, xs) -> np.ndarray:
         f = op.attrs["layer"]
@@ -525,9 +538,7 @@ class DepthwiseWgradUpdate(Conv2DWgradUpdate):
         return 4 * g.t(op.attrs["weights"]).shape[3]
 
     c_call = """\
-ctx.buf = {{scratch}};
-ctx.size = {{scratch_size}};
-status = pockmcu_depthwise_conv_wgrad_update_s8(&ctx, &{{layer}}_params, &{{n}}_input_dims, {{ptr(saved)}},
+status = pockmcu_depthwise_conv_wgrad_update_s8({{ctx}}, &{{layer}}_params, &{{n}}_input_dims, {{ptr(saved)}},
                                                 &{{layer}}_filter_dims, {{weights}}, {{begin}}, &{{layer}}_output_dims,
                                                 {{ptr(dz)}}, {{n}}_coef, {{accum}}, {{velocity}}, &train.optimizer, {{rng}});"""
     c_buffer_query = ("pockmcu_depthwise_conv_wgrad_update_s8_get_buffer_size(&{{n}}_input_dims, "

@@ -123,9 +123,7 @@ static const cmsis_nn_dims {{n}}_bias_dims = {1, 1, 1, {{out_features}}};
 static const cmsis_nn_dims {{n}}_output_dims = {{ '{' }}{{batches}}, 1, 1, {{out_features}}{{ '}' }};
 """
     c_call = """\
-ctx.buf = {{scratch}};
-ctx.size = {{scratch_size}};
-status = {{kernel}}(&ctx, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
+status = {{kernel}}({{ctx}}, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
                                 &{{n}}_filter_dims, {{weights}}, &{{n}}_bias_dims, {{bias}},
                                 &{{n}}_output_dims, {{ptr(y)}});"""
     c_buffer_query = "arm_fully_connected_s8_get_buffer_size(&{{n}}_filter_dims)"
@@ -144,6 +142,10 @@ class FullyConnectedGradInput(_GradOp):
     kind = "FULLY_CONNECTED_GRAD_INPUT"
     kernel = "pockmcu_fully_connected_grad_input_f32"
     c_status = True
+
+    def macs(self, g: Graph, op: Op) -> int:
+        f = op.attrs["layer"]
+        return FullyConnected().macs(g, f)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.attrs["layer"]
@@ -172,6 +174,10 @@ class FullyConnectedWgradUpdate(_GradOp):
     role = "update"
     kernel = "pockmcu_fully_connected_wgrad_update_s8"
     c_status = True
+
+    def macs(self, g: Graph, op: Op) -> int:
+        f, w = op.attrs["layer"], g.t(op.attrs["weights"])
+        return f.attrs["batches"] * w.shape[0] * op.attrs["channels"]
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.attrs["layer"]

@@ -147,9 +147,7 @@ class AveragePool2D(_Pool):
 {% if ort %}
 """ + ORT_POOL_CALL + """
 {% else %}
-ctx.buf = {{scratch}};
-ctx.size = {{scratch_size}};
-status = arm_avgpool_s8(&ctx, &{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
+status = arm_avgpool_s8({{ctx}}, &{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
                         &{{n}}_output_dims, {{ptr(y)}});
 {% endif %}"""
     c_buffer_query = "arm_avgpool_s8_get_buffer_size({{y.shape[2]}}, {{y.shape[3]}})"
@@ -174,7 +172,7 @@ class MaxPool2D(_Pool):
         return [np.clip(best, a["act_min"], a["act_max"]).astype(np.int8)]
 
     c_call = """\
-status = arm_max_pool_s8(&ctx, &{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
+status = arm_max_pool_s8({{ctx}}, &{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
                          &{{n}}_output_dims, {{ptr(y)}});"""
 
 

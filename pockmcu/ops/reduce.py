@@ -118,6 +118,11 @@ class Conv1x1GradFromMean(OpDef):
     c_status = True
     io_dtypes = ("float32", "uint8")
 
+    def macs(self, g: Graph, op: Op) -> int:
+        """The input gradient's MACs (the fused 1x1 conv's forward MACs), when it is formed."""
+        f = op.attrs["layer"]
+        return opdef(f.kind).macs(g, f) if op.outputs else 0
+
     def reference(self, g: Graph, op: Op, xs, rt=None):
         """The unfused ops' references in their order: broadcast / (H W), mask, bias update, input
         gradient (this op carries the attrs they read: layer, bias, coef)."""
