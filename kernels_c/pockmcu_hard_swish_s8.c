@@ -7,11 +7,11 @@
  *   reluish  = hires rescaled by reluish_multiplier * 2^reluish_shift so that real 3.0 is 32768,
  *              saturating (a left shift: all but one bit before the multiply, the last bit after;
  *              a right shift: a rounding one after), then mapped from [-1, 1] to [0, 1]: (r + 2^15) >> 1
- *   y        = clamp(int16(RDBPOT16(SDHM16(reluish, preshift), -output_shift) + zp_out), -128, 127)
+ *   y        = clamp(RDBPOT16(SDHM16(reluish, preshift), -output_shift) + zp_out, -128, 127)
  * SRDHM16 is gemmlowp's rounding doubling high multiply on int16, SDHM16 TFLM's truncating one and
  * RDBPOT16 gemmlowp's rounding shift on int16, whose mask is cut to 16 bits (from a shift of 16 on it
- * returns 1 for x >= 0 and -1 for x < 0). int16(v) is the two's complement wrap TFLM's int16_t sum
- * performs before the clamp. The parameters are TFLM HardSwishPrepare's (pockmcu/ops/hard_swish.py).
+ * returns 1 for x >= 0 and -1 for x < 0). |SDHM16(...)| <= 32639, so TFLM's int16 sum with the zero point
+ * never wraps. The parameters are TFLM HardSwishPrepare's (pockmcu/ops/hard_swish.py).
  */
 #include "pockmcu_nn.h"
 
@@ -98,7 +98,6 @@ arm_cmsis_nn_status pockmcu_hard_swish_s8(const int8_t *input_data,
         }
         reluish = (reluish + (1 << 15)) >> 1;
         out = hs_rdbpot16(hs_sdhm16(reluish, preshift), -output_shift) + output_offset;
-        out = ((out - HS_INT16_MIN) & 0xFFFF) + HS_INT16_MIN;
         output_data[i] = (int8_t)(out < -128 ? -128 : (out > 127 ? 127 : out));
     }
     return ARM_CMSIS_NN_SUCCESS;

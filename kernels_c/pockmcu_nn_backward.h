@@ -268,7 +268,7 @@ void pockmcu_mean_grad_f32(const cmsis_nn_dims *input_dims, const float *grad_ou
  * @brief Input gradient of HARD_SWISH: grad_input[k] = grad_output[k] * hard_swish'(x[k]).
  *
  * x[k] = input_scale * (float)(input[k] - input_zero_point), the dequantized forward input; the derivative
- * is 0 for x < -3, x / 3 + 0.5 for -3 <= x <= 3 and 1 above, applied in float32 as PyTorch's
+ * is 0 for x <= -3, x / 3 + 0.5 for -3 < x < 3 and 1 from 3 on, applied in float32 as PyTorch's
  * hardswish_backward does (0, grad_output * (x / 3 + 0.5), grad_output).
  *
  * @param[in]      input              The forward's input, int8 [size].

@@ -12,8 +12,8 @@ put on a "high-resolution" scale (x 2^7), rescaled once to the output scale (a r
 high multiply by a 16-bit multiplier) and once to a "relu-ish" value in [-1, 1] that represents
 [-3, 3] with saturation; that value, mapped to [0, 1], multiplies the first with a non-rounding
 doubling high multiply; a rounding right shift and zp_out finish. The 16-bit primitives are
-gemmlowp's, including their corner cases (a rounding shift by 16 or more of an int16 value, and
-the int16 wrap of the output before its clamp).
+gemmlowp's, including their corner case: a rounding shift of an int16 value by 16 or more gives
+1 for x >= 0 and -1 below (TFLM does the same; the kernel tests check it against the interpreter).
 """
 
 from __future__ import annotations
@@ -102,19 +102,20 @@ def hard_swish_s8(x: np.ndarray, p: HardSwishParams) -> np.ndarray:
     if p.reluish_shift < 0:
         reluish = _rdbpot16(reluish, -p.reluish_shift)
     reluish = (reluish + (1 << 15)) >> 1
+    # |the doubling high product| <= 32639, so TFLM's int16 sum with the zero point cannot wrap
     out = _rdbpot16(_sdhm16(reluish, preshift), -p.output_shift) + p.output_zero_point
-    out = (out - I16_MIN) % (1 << 16) + I16_MIN          # int16_t output_value += zero point wraps
     return np.clip(out, -128, 127).astype(np.int8)
 
 
 def hard_swish_grad(x: np.ndarray, dy: np.ndarray, s_in: float, zp_in: int) -> np.ndarray:
     """dx = dy * hard_swish'(x) on the dequantized input x = s_in * (q - zp_in), in float32 in the
-    kernel's (and PyTorch's) order: 0 for x < -3, dy * (x / 3 + 1/2) for x <= 3, dy above."""
+    kernel's (and PyTorch's) order: 0 for x <= -3, dy * (x / 3 + 1/2) for -3 < x < 3, dy from 3 on
+    (at the kinks, the slope of the outer piece)."""
     xr = F32(s_in) * (np.asarray(x, np.int32) - zp_in).astype(F32)
     dy = np.asarray(dy).astype(F32)
     with np.errstate(invalid="ignore", over="ignore"):
         mid = dy * (xr / F32(3.0) + F32(0.5))
-    return np.where(xr < F32(-3.0), F32(0.0), np.where(xr <= F32(3.0), mid, dy)).astype(F32)
+    return np.where(xr <= F32(-3.0), F32(0.0), np.where(xr < F32(3.0), mid, dy)).astype(F32)
 
 
 @register
@@ -170,7 +171,7 @@ class HardSwish(OpDef):
 
     c_call = """\
 status = {{kernel}}({{ptr(x)}}, {{x.size}}, {{input_offset}}, {{p.reluish_multiplier}}, {{p.reluish_shift}},
-                    {{p.output_multiplier}}, {{p.output_shift}}, {{p.output_zero_point}}, {{ptr(y)}});"""
+{{ ' ' * (kernel|length + 10) }}{{p.output_multiplier}}, {{p.output_shift}}, {{p.output_zero_point}}, {{ptr(y)}});"""
 
 
 @register
