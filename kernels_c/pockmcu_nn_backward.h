@@ -265,6 +265,28 @@ arm_cmsis_nn_status pockmcu_max_pool_grad_f32(const cmsis_nn_pool_params *pool_p
 void pockmcu_mean_grad_f32(const cmsis_nn_dims *input_dims, const float *grad_output, float *grad_input);
 
 /**
+ * @brief Input gradient of HARD_SWISH: grad_input[k] = grad_output[k] * hard_swish'(x[k]).
+ *
+ * x[k] = input_scale * (float)(input[k] - input_zero_point), the dequantized forward input; the derivative
+ * is 0 for x <= -3, x / 3 + 0.5 for -3 < x < 3 and 1 from 3 on, applied in float32 as PyTorch's
+ * hardswish_backward does (0, grad_output * (x / 3 + 0.5), grad_output).
+ *
+ * @param[in]      input              The forward's input, int8 [size].
+ * @param[in]      size               Number of elements.
+ * @param[in]      input_scale        Its scale.
+ * @param[in]      input_zero_point   Its zero point.
+ * @param[in]      grad_output        Gradient w.r.t. the real output, float32 [size].
+ * @param[out]     grad_input         Gradient w.r.t. the real input, float32 [size]; fully written; may be
+ *                                    grad_output.
+ */
+void pockmcu_hard_swish_grad_f32(const int8_t *input,
+                                 int32_t size,
+                                 float input_scale,
+                                 int32_t input_zero_point,
+                                 const float *grad_output,
+                                 float *grad_input);
+
+/**
  * @brief Backward of a 1x1 stride-1 convolution whose output feeds a spatial mean, without the broadcast
  *        gradient tensor.
  *

@@ -67,6 +67,37 @@ arm_cmsis_nn_status pockmcu_logistic_s8(const int8_t *input_data,
                                         int8_t *output_data);
 
 /**
+ * @brief int8 HARD_SWISH, y = x * relu6(x + 3) / 6, bit-exact with TFLM's reference_ops::HardSwish<int8_t>.
+ *
+ * 16-bit fixed point as TFLM computes it (see kernels_c/pockmcu_hard_swish_s8.c); the multipliers and
+ * shifts are TFLM HardSwishPrepare's: QuantizeMultiplier of the float32 quotients, cut to 16 bits by
+ * DownScaleInt32ToInt16Multiplier (pockmcu.ops.hard_swish.hard_swish_params).
+ *
+ * @param[in]      input_data         Input, int8 [size].
+ * @param[in]      size               Number of elements.
+ * @param[in]      input_offset       -input zero point.
+ * @param[in]      reluish_multiplier 16-bit multiplier taking (x - zp_in) * 2^7 to the scale on which real 3.0
+ *                                    is 32768: (s_in / 128) / (3 / 32768).
+ * @param[in]      reluish_shift      Its shift (> 0: left shift, saturating; >= -31).
+ * @param[in]      output_multiplier  16-bit multiplier taking (x - zp_in) * 2^7 to the output scale:
+ *                                    (s_in / 128) / s_out.
+ * @param[in]      output_shift       Its shift, in [-31, 0] (TFLM refuses a model that needs a left shift).
+ * @param[in]      output_offset      Output zero point.
+ * @param[out]     output_data        Output, int8 [size]; may be input_data.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for a shift out of range.
+ */
+arm_cmsis_nn_status pockmcu_hard_swish_s8(const int8_t *input_data,
+                                          int32_t size,
+                                          int32_t input_offset,
+                                          int16_t reluish_multiplier,
+                                          int32_t reluish_shift,
+                                          int16_t output_multiplier,
+                                          int32_t output_shift,
+                                          int32_t output_offset,
+                                          int8_t *output_data);
+
+/**
  * @brief float32 to int8 QUANTIZE (TFLM AffineQuantize).
  *
  * q = round_half_away(x / scale) + zero_point (float32 division, no libm), clamped to [-128, 127];

@@ -1,6 +1,7 @@
 """Checks of the generated TFLite fixtures in tests/fixtures/models.
 
-* every fixture is listed here with its output shape/dtype and operators;
+* every fixture is declared in make_fixtures.py with its output shape/dtype and operators
+  (``@variant``), and the written file has exactly those;
 * every non-bad fixture loads and runs in the TFLite Micro interpreter;
 * regenerating with tests/fixtures/make_fixtures.py gives identical bytes;
 * names and quantization follow the conventions the script promises.
@@ -17,56 +18,6 @@ import tflite
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 MODELS = FIXTURES / "models"
 
-# name -> (output shape, output dtype, operators in graph order)
-EXPECTED = {
-    "conv_3x3_s1_same_relu": ((1, 8, 8, 8), "int8", ["CONV_2D"]),
-    "conv_5x3_s2_same_relu6": ((1, 5, 4, 6), "int8", ["CONV_2D"]),
-    "conv_3x3_dil2_valid_pertensor": ((1, 6, 6, 5), "int8", ["CONV_2D"]),
-    "conv_1x1_s1_valid": ((1, 8, 8, 6), "int8", ["CONV_2D"]),
-    "conv_3x2_s2x1_same": ((1, 5, 8, 4), "int8", ["CONV_2D"]),
-    "conv_dil2x1_same": ((1, 8, 8, 5), "int8", ["CONV_2D"]),
-    "dwconv_3x3_s1_same_relu": ((1, 8, 8, 6), "int8", ["DEPTHWISE_CONV_2D"]),
-    "dwconv_3x3_s2_same_mult2_relu6": ((1, 5, 5, 8), "int8", ["DEPTHWISE_CONV_2D"]),
-    "dwconv_3x3_dil2_valid_pertensor": ((1, 6, 6, 4), "int8", ["DEPTHWISE_CONV_2D"]),
-    "dwconv_mult8_1ch": ((1, 8, 8, 8), "int8", ["DEPTHWISE_CONV_2D"]),
-    "dwconv_5x1_valid": ((1, 12, 1, 6), "int8", ["DEPTHWISE_CONV_2D"]),
-    "fc_relu": ((1, 8), "int8", ["FULLY_CONNECTED"]),
-    "fc_none": ((1, 5), "int8", ["FULLY_CONNECTED"]),
-    "fc_4d_input": ((1, 6), "int8", ["FULLY_CONNECTED"]),
-    "fc_perchannel": ((1, 7), "int8", ["FULLY_CONNECTED"]),
-    "avgpool_2x2_s2_valid": ((1, 4, 4, 4), "int8", ["AVERAGE_POOL_2D"]),
-    "avgpool_3x3_s1_same": ((1, 7, 6, 3), "int8", ["AVERAGE_POOL_2D"]),
-    "avgpool_global": ((1, 1, 1, 8), "int8", ["AVERAGE_POOL_2D"]),
-    "maxpool_2x2_s2_valid": ((1, 4, 4, 4), "int8", ["MAX_POOL_2D"]),
-    "maxpool_3x3_s2_same_relu": ((1, 5, 5, 3), "int8", ["MAX_POOL_2D"]),
-    "add_diff_scales": ((1, 6, 6, 4), "int8", ["ADD"]),
-    "add_residual_relu": ((1, 8, 8, 4), "int8", ["CONV_2D", "ADD"]),
-    "mean_spatial_keepdims": ((1, 1, 1, 5), "int8", ["MEAN"]),
-    "mean_spatial_nokeep": ((1, 6), "int8", ["MEAN"]),
-    "mean_same_quant": ((1, 8), "int8", ["MEAN"]),
-    "pad_spatial": ((1, 9, 9, 3), "int8", ["PAD"]),
-    "pad_channels": ((1, 4, 4, 6), "int8", ["PAD"]),
-    "padv2_value": ((1, 8, 7, 3), "int8", ["PADV2"]),
-    "reshape_flatten": ((1, 48), "int8", ["RESHAPE"]),
-    "softmax_basic": ((1, 10), "int8", ["SOFTMAX"]),
-    "softmax_beta": ((1, 16), "int8", ["SOFTMAX"]),
-    "logistic": ((1, 4, 4, 3), "int8", ["LOGISTIC"]),
-    "quant_float_io": ((1, 4), "float32", ["QUANTIZE", "FULLY_CONNECTED", "DEQUANTIZE"]),
-    "concat_channels": ((1, 8, 8, 8), "int8", ["CONV_2D", "CONV_2D", "CONCATENATION"]),
-    "concat_axis1": ((1, 8, 6, 3), "int8", ["MAX_POOL_2D", "CONCATENATION"]),
-    "keras_flatten": ((1, 5), "int8", ["CONV_2D", "SHAPE", "STRIDED_SLICE", "PACK",
-                                        "RESHAPE", "FULLY_CONNECTED"]),
-    "small_cnn": ((1, 10), "int8", ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D", "ADD",
-                                    "CONV_2D", "CONV_2D", "AVERAGE_POOL_2D", "MEAN",
-                                    "FULLY_CONNECTED", "SOFTMAX"]),
-    "train_mixed": ((1, 5), "int8", ["CONV_2D", "PAD", "MAX_POOL_2D", "CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D",
-                                     "CONCATENATION", "MEAN", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"]),
-    "bad_float32": ((1, 8, 8, 4), "float32", ["CONV_2D"]),
-    "bad_int16": ((1, 8), "int16", ["FULLY_CONNECTED"]),
-    "bad_unsupported_op": ((1, 8), "int8", ["FULLY_CONNECTED", "TANH"]),
-}
-GOOD = [n for n in EXPECTED if not n.startswith("bad_")]
-
 _OPNAMES = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
 _DTYPES = {tflite.TensorType.FLOAT32: "float32", tflite.TensorType.INT8: "int8",
            tflite.TensorType.INT16: "int16", tflite.TensorType.INT32: "int32",
@@ -74,6 +25,7 @@ _DTYPES = {tflite.TensorType.FLOAT32: "float32", tflite.TensorType.INT8: "int8",
 
 
 def _load_script():
+    """tests/fixtures/make_fixtures.py as a module (its variants, their declarations)."""
     if "make_fixtures" in sys.modules:
         return sys.modules["make_fixtures"]
     spec = importlib.util.spec_from_file_location("make_fixtures", FIXTURES / "make_fixtures.py")
@@ -81,6 +33,10 @@ def _load_script():
     sys.modules["make_fixtures"] = mod  # dataclasses look their module up here
     spec.loader.exec_module(mod)
     return mod
+
+
+EXPECTED = _load_script().EXPECTED      # name -> (output shape, output dtype, operators in graph order)
+GOOD = [n for n in EXPECTED if not n.startswith("bad_")]
 
 
 def _read(name):
@@ -119,8 +75,7 @@ def _ops(model):
 
 
 def test_fixture_set_matches():
-    script = _load_script()
-    assert list(script.VARIANTS) == list(EXPECTED)
+    """The committed models are exactly the declared variants."""
     assert sorted(p.stem for p in MODELS.glob("*.tflite")) == sorted(EXPECTED)
 
 
