@@ -16,9 +16,9 @@
 #include "model.h"
 #include "port.h"
 
-#define APP_EXIT_OK     0
-#define APP_EXIT_INIT   1
-#define APP_EXIT_IO     2
+#define APP_EXIT_OK 0
+#define APP_EXIT_INIT 1
+#define APP_EXIT_IO 2
 #define APP_EXIT_INVOKE 3
 
 #ifdef POCKMCU_PROFILE

@@ -18,15 +18,15 @@
 #include "board_flash.h"
 
 #ifndef BOARD_FLASH_MEM
-#define BOARD_FLASH_MEM(addr) ((volatile uint8_t *)(uintptr_t)(addr))
+    #define BOARD_FLASH_MEM(addr) ((volatile uint8_t *)(uintptr_t)(addr))
 #endif
 #ifndef BOARD_FLASH_TORN
-/* what an interrupted program leaves in the byte it was writing: unchanged */
-#define BOARD_FLASH_TORN(addr, old, new) (old)
+    /* what an interrupted program leaves in the byte it was writing: unchanged */
+    #define BOARD_FLASH_TORN(addr, old, new) (old)
 #endif
 #ifndef BOARD_FLASH_ERASE_FILL
-/* what an interrupted erase leaves in the bytes it has not reached yet: unchanged */
-#define BOARD_FLASH_ERASE_FILL(addr, old) (old)
+    /* what an interrupted erase leaves in the bytes it has not reached yet: unchanged */
+    #define BOARD_FLASH_ERASE_FILL(addr, old) (old)
 #endif
 
 int32_t board_flash_cut_budget = -1;
@@ -34,10 +34,12 @@ void board_power_cut(void) __attribute__((noreturn));
 
 static void spend(void)
 {
-    if (board_flash_cut_budget < 0) {
+    if (board_flash_cut_budget < 0)
+    {
         return;
     }
-    if (board_flash_cut_budget == 0) {
+    if (board_flash_cut_budget == 0)
+    {
         board_power_cut();
     }
     board_flash_cut_budget--;
@@ -52,7 +54,8 @@ static int range_ok(uint32_t addr, uint32_t len)
 static void cut_erase(uint32_t addr, uint32_t len, uint32_t done)
 {
     /* the power went at byte `done` of an erase: the rest is whatever the model of an interrupted erase says */
-    for (uint32_t i = done; i < len; i++) {
+    for (uint32_t i = done; i < len; i++)
+    {
         volatile uint8_t *p = BOARD_FLASH_MEM(addr + i);
         *p = (uint8_t)BOARD_FLASH_ERASE_FILL(addr + i, *p);
     }
@@ -61,11 +64,14 @@ static void cut_erase(uint32_t addr, uint32_t len, uint32_t done)
 int board_flash_erase(uint32_t addr, uint32_t len)
 {
     if ((addr - BOARD_FLASH_BASE) % BOARD_FLASH_SECTOR_BYTES != 0u || len % BOARD_FLASH_SECTOR_BYTES != 0u ||
-        !range_ok(addr, len)) {
+        !range_ok(addr, len))
+    {
         return -1;
     }
-    for (uint32_t i = 0; i < len; i++) {
-        if (board_flash_cut_budget == 0) {
+    for (uint32_t i = 0; i < len; i++)
+    {
+        if (board_flash_cut_budget == 0)
+        {
             cut_erase(addr, len, i);
         }
         spend();
@@ -78,19 +84,25 @@ int board_flash_program(uint32_t addr, const void *src, uint32_t len)
 {
     const uint8_t *s = (const uint8_t *)src;
     if ((addr - BOARD_FLASH_BASE) % BOARD_FLASH_PROG_BYTES != 0u || len % BOARD_FLASH_PROG_BYTES != 0u ||
-        !range_ok(addr, len)) {
+        !range_ok(addr, len))
+    {
         return -1;
     }
-    for (uint32_t i = 0; i < len; i++) {
+    for (uint32_t i = 0; i < len; i++)
+    {
         volatile uint8_t *p = BOARD_FLASH_MEM(addr + i);
-        if (board_flash_cut_budget == 0) {
+        if (board_flash_cut_budget == 0)
+        {
             *p = (uint8_t)BOARD_FLASH_TORN(addr + i, *p, (uint8_t)(*p & s[i]));
         }
         spend();
         *p = (uint8_t)(*p & s[i]);
     }
-    for (uint32_t i = 0; i < len; i++) {     /* verify: fails if the bytes were not erased first */
-        if (*BOARD_FLASH_MEM(addr + i) != s[i]) {
+    /* verify: fails if the bytes were not erased first */
+    for (uint32_t i = 0; i < len; i++)
+    {
+        if (*BOARD_FLASH_MEM(addr + i) != s[i])
+        {
             return -1;
         }
     }
@@ -100,7 +112,8 @@ int board_flash_program(uint32_t addr, const void *src, uint32_t len)
 void board_flash_read(uint32_t addr, void *dst, uint32_t len)
 {
     uint8_t *d = (uint8_t *)dst;
-    for (uint32_t i = 0; i < len; i++) {
+    for (uint32_t i = 0; i < len; i++)
+    {
         d[i] = *BOARD_FLASH_MEM(addr + i);
     }
 }

@@ -26,7 +26,4 @@ int board_flash_program(uint32_t addr, const void *src, uint32_t len)
     return -1;
 }
 
-void board_flash_read(uint32_t addr, void *dst, uint32_t len)
-{
-    memcpy(dst, (const void *)(uintptr_t)addr, len);
-}
+void board_flash_read(uint32_t addr, void *dst, uint32_t len) { memcpy(dst, (const void *)(uintptr_t)addr, len); }

@@ -10,10 +10,10 @@
 
 #include "port.h"
 
-#define BOARD_SCB_VTOR  (*(volatile uint32_t *)0xE000ED08u)
+#define BOARD_SCB_VTOR (*(volatile uint32_t *)0xE000ED08u)
 #define BOARD_SCB_AIRCR (*(volatile uint32_t *)0xE000ED0Cu)
-#define BOARD_MPU_CTRL  (*(volatile uint32_t *)0xE000ED94u)
-#define BOARD_SYST_CSR  (*(volatile uint32_t *)0xE000E010u)
+#define BOARD_MPU_CTRL (*(volatile uint32_t *)0xE000ED94u)
+#define BOARD_SYST_CSR (*(volatile uint32_t *)0xE000E010u)
 #define BOARD_BOOT_MAGIC 0x544F4F42u /* "BOOT": stay in the bootloader after the next reset */
 
 /*
@@ -37,15 +37,19 @@
 static inline void board_uart_init(void)
 {
 #if defined(BOARD_QEMU_UART_BASE)
-    if (BOARD_QEMU_UART_BASE != 0u) {
+    if (BOARD_QEMU_UART_BASE != 0u)
+    {
         __asm__ volatile("cpsid i" ::: "memory");
-        BOARD_U_REG(0x08u) |= 1u << 3;         /* CTRL.RXINTEN */
-        for (uint32_t k = 0; k < 4u; k++) {     /* whichever IRQ line UART0 RX is on (0, 32, 33 ...) */
+        BOARD_U_REG(0x08u) |= 1u << 3; /* CTRL.RXINTEN */
+        /* whichever IRQ line UART0 RX is on (0, 32, 33 ...) */
+        for (uint32_t k = 0; k < 4u; k++)
+        {
             BOARD_NVIC_ISER(k) = 0xFFFFFFFFu;
         }
-        (void)BOARD_U_REG(0x00u);               /* DATA: unblocks input queued before RX was enabled */
-        BOARD_U_REG(0x0Cu) = 2u;                /* INTCLEAR RX */
-        for (uint32_t k = 0; k < 4u; k++) {
+        (void)BOARD_U_REG(0x00u); /* DATA: unblocks input queued before RX was enabled */
+        BOARD_U_REG(0x0Cu) = 2u;  /* INTCLEAR RX */
+        for (uint32_t k = 0; k < 4u; k++)
+        {
             BOARD_NVIC_ICPR(k) = 0xFFFFFFFFu;
         }
     }
@@ -55,13 +59,17 @@ static inline void board_uart_init(void)
 static inline int board_uart_getc(void)
 {
 #if defined(BOARD_QEMU_UART_BASE)
-    if (BOARD_QEMU_UART_BASE != 0u) {
-        while (!(BOARD_U_REG(0x04u) & 2u)) {    /* STATE.RXFULL */
+    if (BOARD_QEMU_UART_BASE != 0u)
+    {
+        /* wait for STATE.RXFULL */
+        while (!(BOARD_U_REG(0x04u) & 2u))
+        {
             __asm__ volatile("wfi" ::: "memory");
         }
         int c = (int)(BOARD_U_REG(0x00u) & 0xFFu);
-        BOARD_U_REG(0x0Cu) = 2u;                /* INTCLEAR RX, then the NVIC's pending bits */
-        for (uint32_t k = 0; k < 4u; k++) {
+        BOARD_U_REG(0x0Cu) = 2u; /* INTCLEAR RX, then the NVIC's pending bits */
+        for (uint32_t k = 0; k < 4u; k++)
+        {
             BOARD_NVIC_ICPR(k) = 0xFFFFFFFFu;
         }
         return c;
@@ -76,7 +84,8 @@ static inline void board_system_reset(void)
     __asm__ volatile("dsb" ::: "memory");
     BOARD_SCB_AIRCR = 0x05FA0004u; /* VECTKEY | SYSRESETREQ */
     __asm__ volatile("dsb" ::: "memory");
-    for (;;) {
+    for (;;)
+    {
     }
 }
 
@@ -106,7 +115,8 @@ static inline void board_start_image(uint32_t vectors)
         :
         : "r"(sp), "r"(pc)
         : "r2", "memory");
-    for (;;) {
+    for (;;)
+    {
     }
 }
 

@@ -16,7 +16,8 @@ uint32_t pockmcu_profile_ticks[POCKMCU_NUM_OPS + 1];
 __attribute__((noipa)) void pockmcu_profile_hook(int op_index)
 {
     uint32_t t = port_timer_read();
-    if ((unsigned)op_index <= (unsigned)POCKMCU_NUM_OPS) {
+    if ((unsigned)op_index <= (unsigned)POCKMCU_NUM_OPS)
+    {
         pockmcu_profile_ticks[op_index] = t;
     }
 }
@@ -24,11 +25,13 @@ __attribute__((noipa)) void pockmcu_profile_hook(int op_index)
 uint32_t pockmcu_profile_overhead(void)
 {
     uint32_t best = 0xFFFFFFFFu;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 4; i++)
+    {
         pockmcu_profile_hook(0);
         pockmcu_profile_hook(1);
         uint32_t d = pockmcu_profile_ticks[1] - pockmcu_profile_ticks[0];
-        if (d < best) {
+        if (d < best)
+        {
             best = d;
         }
     }

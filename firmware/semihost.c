@@ -1,11 +1,11 @@
 #include "semihost.h"
 
-#define SYS_OPEN          0x01
-#define SYS_CLOSE         0x02
-#define SYS_WRITE0        0x04
-#define SYS_WRITE         0x05
-#define SYS_READ          0x06
-#define SYS_EXIT          0x18
+#define SYS_OPEN 0x01
+#define SYS_CLOSE 0x02
+#define SYS_WRITE0 0x04
+#define SYS_WRITE 0x05
+#define SYS_READ 0x06
+#define SYS_EXIT 0x18
 #define SYS_EXIT_EXTENDED 0x20
 #define ADP_Stopped_ApplicationExit 0x20026u
 
@@ -20,7 +20,8 @@ static int sh_call(int op, const void *arg)
 static uint32_t sh_strlen(const char *s)
 {
     uint32_t n = 0;
-    while (s[n] != '\0') {
+    while (s[n] != '\0')
+    {
         n++;
     }
     return n;
@@ -60,10 +61,7 @@ int sh_write(int fd, const void *buf, uint32_t len)
     return sh_call(SYS_WRITE, args);
 }
 
-void sh_write0(const char *s)
-{
-    sh_call(SYS_WRITE0, s);
-}
+void sh_write0(const char *s) { sh_call(SYS_WRITE0, s); }
 
 void sh_exit(int status)
 {
@@ -73,6 +71,7 @@ void sh_exit(int status)
     sh_call(SYS_EXIT_EXTENDED, args);
     /* A host without SYS_EXIT_EXTENDED: plain SYS_EXIT (status lost). */
     sh_call(SYS_EXIT, (const void *)(uintptr_t)(status == 0 ? ADP_Stopped_ApplicationExit : 0x20023u));
-    for (;;) {
+    for (;;)
+    {
     }
 }

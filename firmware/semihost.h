@@ -10,9 +10,9 @@
 #include <stdint.h>
 
 /* fopen()-style modes for sh_open. */
-#define SH_MODE_R  0
+#define SH_MODE_R 0
 #define SH_MODE_RB 1
-#define SH_MODE_W  4
+#define SH_MODE_W 4
 #define SH_MODE_WB 5
 #define SH_MODE_AB 9
 

@@ -33,7 +33,8 @@ static void fail(const char *msg, int status)
 static int open_or_fail(const char *name, int mode)
 {
     int fd = sh_open(name, mode);
-    if (fd < 0) {
+    if (fd < 0)
+    {
         port_console_puts("pockmcu: cannot open ");
         port_console_puts(name);
         port_console_puts("\n");
@@ -44,14 +45,16 @@ static int open_or_fail(const char *name, int mode)
 
 static void write_or_fail(int fd, const void *buf, uint32_t len)
 {
-    if (sh_write(fd, buf, len) != 0) {
+    if (sh_write(fd, buf, len) != 0)
+    {
         fail("semihosting write failed", APP_EXIT_IO);
     }
 }
 
 int main(void)
 {
-    if (pockmcu_init() != 0) {
+    if (pockmcu_init() != 0)
+    {
         fail("pockmcu_init failed", APP_EXIT_INIT);
     }
     int fin = open_or_fail("input.bin", SH_MODE_RB);
@@ -71,25 +74,32 @@ int main(void)
 #endif
 
     uint32_t samples = 0;
-    for (;;) {
+    for (;;)
+    {
         int i;
-        for (i = 0; i < POCKMCU_NUM_INPUTS; i++) {
+        for (i = 0; i < POCKMCU_NUM_INPUTS; i++)
+        {
             uint32_t n = pockmcu_input_bytes(i);
             int left = sh_read(fin, pockmcu_input(i), n);
-            if (left == (int)n && i == 0) {
+            if (left == (int)n && i == 0)
+            {
                 break; /* clean end of file */
             }
-            if (left != 0) {
+            if (left != 0)
+            {
                 fail("input.bin ends inside a sample", APP_EXIT_IO);
             }
         }
-        if (i == 0 && POCKMCU_NUM_INPUTS > 0) {
+        if (i == 0 && POCKMCU_NUM_INPUTS > 0)
+        {
             break;
         }
-        if (pockmcu_invoke() != 0) {
+        if (pockmcu_invoke() != 0)
+        {
             fail("pockmcu_invoke failed", APP_EXIT_INVOKE);
         }
-        for (i = 0; i < POCKMCU_NUM_OUTPUTS; i++) {
+        for (i = 0; i < POCKMCU_NUM_OUTPUTS; i++)
+        {
             write_or_fail(fout, pockmcu_output(i), pockmcu_output_bytes(i));
         }
 #ifdef POCKMCU_PROFILE

@@ -17,7 +17,7 @@
 #include "semihost.h"
 
 #ifndef POCKMCU_TRAINING
-#error "semihost_train needs a model generated with pockmcu gen --train"
+    #error "semihost_train needs a model generated with pockmcu gen --train"
 #endif
 
 static void fail(const char *msg, int status) __attribute__((noreturn));
@@ -32,7 +32,8 @@ static void fail(const char *msg, int status)
 static int open_or_fail(const char *name, int mode)
 {
     int fd = sh_open(name, mode);
-    if (fd < 0) {
+    if (fd < 0)
+    {
         fail("cannot open a semihosting file", APP_EXIT_IO);
     }
     return fd;
@@ -40,14 +41,16 @@ static int open_or_fail(const char *name, int mode)
 
 static void read_or_fail(int fd, void *buf, uint32_t len)
 {
-    if (sh_read(fd, buf, len) != 0) {
+    if (sh_read(fd, buf, len) != 0)
+    {
         fail("train.bin is shorter than its header says", APP_EXIT_IO);
     }
 }
 
 static void write_or_fail(int fd, const void *buf, uint32_t len)
 {
-    if (sh_write(fd, buf, len) != 0) {
+    if (sh_write(fd, buf, len) != 0)
+    {
         fail("semihosting write failed", APP_EXIT_IO);
     }
 }
@@ -68,15 +71,18 @@ int main(void)
     int fin = open_or_fail("train.bin", SH_MODE_RB);
     read_or_fail(fin, header, sizeof header);
     if (header[0] != 0x52544B50u || header[1] != 1u || header[4] != pockmcu_input_bytes(0) ||
-        header[5] != POCKMCU_LABEL_BYTES) {
+        header[5] != POCKMCU_LABEL_BYTES)
+    {
         fail("train.bin does not match this model", APP_EXIT_IO);
     }
-    if (pockmcu_train_init(header[2]) != 0) {
+    if (pockmcu_train_init(header[2]) != 0)
+    {
         fail("pockmcu_train_init failed", APP_EXIT_INIT);
     }
     int timed = (header[6] & 1u) != 0u;
     uint32_t overhead = 0xFFFFFFFFu;
-    for (int i = 0; i < 4 && timed; i++) {
+    for (int i = 0; i < 4 && timed; i++)
+    {
         pockmcu_step_result r;
         uint32_t t0 = port_timer_read();
         (void)empty_step(label_buf, &r);
@@ -87,7 +93,8 @@ int main(void)
     uint32_t sh[4] = {0x53544B50u, 1u, port_timer_hz(), timed ? overhead : 0u};
     write_or_fail(fsteps, sh, sizeof sh);
 
-    for (uint32_t s = 0; s < header[3]; s++) {
+    for (uint32_t s = 0; s < header[3]; s++)
+    {
         pockmcu_step_result r;
         uint32_t rec[4];
         read_or_fail(fin, pockmcu_input(0), pockmcu_input_bytes(0));
@@ -95,7 +102,8 @@ int main(void)
         uint32_t t0 = port_timer_read();
         int rc = pockmcu_train_step(label_buf, &r);
         uint32_t ticks = port_timer_read() - t0;
-        if (rc != 0) {
+        if (rc != 0)
+        {
             fail("pockmcu_train_step failed (label out of range?)", APP_EXIT_INVOKE);
         }
         __builtin_memcpy(&rec[0], &r.loss, 4);
@@ -110,7 +118,8 @@ int main(void)
     /* The parameters straight from their RAM arrays, in pockmcu_params_read order (no copy). */
     {
         int fp = open_or_fail("params.bin", SH_MODE_WB);
-        for (int k = 0; k < POCKMCU_NUM_TRAINABLE; k++) {
+        for (int k = 0; k < POCKMCU_NUM_TRAINABLE; k++)
+        {
             uint32_t bytes = 0;
             const void *p = pockmcu_param_tensor(k, &bytes);
             write_or_fail(fp, p, bytes);

@@ -37,33 +37,32 @@ void HardFault_Handler(void) __attribute__((naked, noreturn));
 void pockmcu_fault_report(const uint32_t *frame, uint32_t exc_return) __attribute__((noreturn, used));
 
 #define SCB_CPACR (*(volatile uint32_t *)0xE000ED88u)
-#define SCB_ICSR  (*(volatile uint32_t *)0xE000ED04u)
-#define SCB_CFSR  (*(volatile uint32_t *)0xE000ED28u)
-#define SCB_HFSR  (*(volatile uint32_t *)0xE000ED2Cu)
+#define SCB_ICSR (*(volatile uint32_t *)0xE000ED04u)
+#define SCB_CFSR (*(volatile uint32_t *)0xE000ED28u)
+#define SCB_HFSR (*(volatile uint32_t *)0xE000ED2Cu)
 #define SCB_MMFAR (*(volatile uint32_t *)0xE000ED34u)
-#define SCB_BFAR  (*(volatile uint32_t *)0xE000ED38u)
-#define MPU_TYPE  (*(volatile uint32_t *)0xE000ED90u)
-#define MPU_CTRL  (*(volatile uint32_t *)0xE000ED94u)
-#define MPU_RNR   (*(volatile uint32_t *)0xE000ED98u)
-#define MPU_RBAR  (*(volatile uint32_t *)0xE000ED9Cu)
-#define MPU_RASR  (*(volatile uint32_t *)0xE000EDA0u)
+#define SCB_BFAR (*(volatile uint32_t *)0xE000ED38u)
+#define MPU_TYPE (*(volatile uint32_t *)0xE000ED90u)
+#define MPU_CTRL (*(volatile uint32_t *)0xE000ED94u)
+#define MPU_RNR (*(volatile uint32_t *)0xE000ED98u)
+#define MPU_RBAR (*(volatile uint32_t *)0xE000ED9Cu)
+#define MPU_RASR (*(volatile uint32_t *)0xE000EDA0u)
 
 #if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
-#define POCKMCU_V8M 1
+    #define POCKMCU_V8M 1
 #endif
 #define GUARD_BYTES 32u
 
 #define STACK_PAINT 0xC0DEFACEu
 #define EXIT_ASSERT 4
-#define EXIT_FAULT  5
-#define EXIT_ABORT  6
+#define EXIT_FAULT 5
+#define EXIT_ABORT 6
 #define EXIT_STACK_OVERFLOW 7
 
 typedef void (*vector_t)(void);
 
 /* 16 system vectors; no interrupts are used. */
-__attribute__((section(".isr_vector"), used))
-const vector_t pockmcu_vectors[16] = {
+__attribute__((section(".isr_vector"), used)) const vector_t pockmcu_vectors[16] = {
     (vector_t)(uintptr_t)__handler_stack_top, /* initial MSP: the handler stack */
     Reset_Handler,
     Default_Handler,   /* NMI */
@@ -72,12 +71,14 @@ const vector_t pockmcu_vectors[16] = {
     HardFault_Handler, /* BusFault */
     HardFault_Handler, /* UsageFault */
     HardFault_Handler, /* SecureFault (ARMv8-M) */
-    0, 0, 0,
-    Default_Handler,   /* SVCall */
-    Default_Handler,   /* DebugMonitor */
     0,
-    Default_Handler,   /* PendSV */
-    Default_Handler,   /* SysTick */
+    0,
+    0,
+    Default_Handler, /* SVCall */
+    Default_Handler, /* DebugMonitor */
+    0,
+    Default_Handler, /* PendSV */
+    Default_Handler, /* SysTick */
 };
 
 /* Switch the thread to PSP before any C code runs (a C function's frame
@@ -112,14 +113,16 @@ void pockmcu_reset_c(void)
     /* Paint the unused stack so port_stack_used() can find the high-water mark. */
     uint32_t sp;
     __asm__ volatile("mov %0, sp" : "=r"(sp));
-    for (volatile uint32_t *p = __stack_start; (uint32_t)(uintptr_t)p + 64u < sp; p++) {
+    for (volatile uint32_t *p = __stack_start; (uint32_t)(uintptr_t)p + 64u < sp; p++)
+    {
         *p = STACK_PAINT;
     }
 
 #ifndef POCKMCU_V8M
     /* ARMv7-M: MPU region 0 = no-access guard over the stack's lowest 32
      * bytes; the default memory map stays in force elsewhere (PRIVDEFENA). */
-    if ((MPU_TYPE >> 8) & 0xFFu) {
+    if ((MPU_TYPE >> 8) & 0xFFu)
+    {
         MPU_RNR = 0u;
         MPU_RBAR = (uint32_t)(uintptr_t)__stack_start;
         MPU_RASR = (1u << 28) | (4u << 1) | 1u; /* XN, AP = no access, 32 bytes, enable */
@@ -140,40 +143,39 @@ void Default_Handler(void)
 
 void HardFault_Handler(void)
 {
-    __asm__ volatile(
-        "tst lr, #4\n\t"
-        "ite eq\n\t"
-        "mrseq r0, msp\n\t"
-        "mrsne r0, psp\n\t"
-        "mov r1, lr\n\t"
-        "b pockmcu_fault_report\n\t");
+    __asm__ volatile("tst lr, #4\n\t"
+                     "ite eq\n\t"
+                     "mrseq r0, msp\n\t"
+                     "mrsne r0, psp\n\t"
+                     "mov r1, lr\n\t"
+                     "b pockmcu_fault_report\n\t");
 }
 
-static int in_range(const uint32_t *p, const uint32_t *lo, const uint32_t *hi)
-{
-    return p >= lo && p + 8 <= hi;
-}
+static int in_range(const uint32_t *p, const uint32_t *lo, const uint32_t *hi) { return p >= lo && p + 8 <= hi; }
 
 void pockmcu_fault_report(const uint32_t *frame, uint32_t exc_return)
 {
     uint32_t cfsr = SCB_CFSR;
     uint32_t mmfar = SCB_MMFAR;
     const uint32_t *guard_end = __stack_start + GUARD_BYTES / 4u;
-    int overflow = (cfsr & (1u << 20)) != 0u                             /* STKOF (ARMv8-M) */
-                   || (cfsr & (1u << 4)) != 0u                           /* MSTKERR */
-                   || ((cfsr & 0x82u) == 0x82u                           /* DACCVIOL + MMARVALID */
-                       && mmfar >= (uint32_t)(uintptr_t)__stack_start
-                       && mmfar < (uint32_t)(uintptr_t)guard_end);
-    if (overflow) {
+    int overflow = (cfsr & (1u << 20)) != 0u /* STKOF (ARMv8-M) */
+        || (cfsr & (1u << 4)) != 0u          /* MSTKERR */
+        || ((cfsr & 0x82u) == 0x82u          /* DACCVIOL + MMARVALID */
+            && mmfar >= (uint32_t)(uintptr_t)__stack_start && mmfar < (uint32_t)(uintptr_t)guard_end);
+    if (overflow)
+    {
         port_console_puts("pockmcu: stack overflow: the program needs more than STACK_BYTES of stack\n");
-    } else {
+    }
+    else
+    {
         port_console_puts("pockmcu: fault (bad pointer or misaligned access?)\n");
     }
     port_console_hex("  CFSR ", cfsr);
     port_console_hex("  HFSR ", SCB_HFSR);
     port_console_hex("  MMFAR", mmfar);
     port_console_hex("  BFAR ", SCB_BFAR);
-    if (in_range(frame, __stack_start, __stack_top) || in_range(frame, __handler_stack_start, __handler_stack_top)) {
+    if (in_range(frame, __stack_start, __stack_top) || in_range(frame, __handler_stack_start, __handler_stack_top))
+    {
         port_console_hex("  PC   ", frame[6]);
         port_console_hex("  LR   ", frame[5]);
     }
@@ -189,7 +191,8 @@ void port_console_hex(const char *label, uint32_t value)
     buf[0] = ' ';
     buf[1] = '0';
     buf[2] = 'x';
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 8; i++)
+    {
         buf[3 + i] = digits[(value >> (28 - 4 * i)) & 0xFu];
     }
     buf[11] = '\0';
@@ -198,10 +201,7 @@ void port_console_hex(const char *label, uint32_t value)
     port_console_puts("\n");
 }
 
-uint32_t port_stack_size(void)
-{
-    return (uint32_t)((char *)__stack_top - (char *)__stack_start);
-}
+uint32_t port_stack_size(void) { return (uint32_t)((char *)__stack_top - (char *)__stack_start); }
 
 uint32_t port_stack_used(void)
 {
@@ -210,7 +210,8 @@ uint32_t port_stack_used(void)
 #else
     const volatile uint32_t *p = __stack_start + GUARD_BYTES / 4u; /* the guard is not readable */
 #endif
-    while (p < __stack_top && *p == STACK_PAINT) {
+    while (p < __stack_top && *p == STACK_PAINT)
+    {
         p++;
     }
     return (uint32_t)((const char *)__stack_top - (const volatile char *)p);

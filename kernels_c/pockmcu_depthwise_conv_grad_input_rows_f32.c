@@ -13,34 +13,13 @@
  * iy + pad, so a finished row waits in a ring (ctx->buf) until no later row
  * reads the output row it overwrites. Channels are independent, so the rows
  * are gathered for a block of up to POCKMCU_DW_GRAD_ROWS_BLOCK input channels
- * at a time: the ring holds that many channels of ring_rows() rows, the size
- * pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size() returns
- * (2 x 8 x 16 floats = 1 KB for a 3x3 filter over 8 columns, whatever the
- * channel count). Stride 1 only.
+ * at a time: the ring holds that many channels of max(1, (k_h - 1) * dil_h -
+ * pad + 1) rows, the size pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size()
+ * returns. Stride 1 only.
  */
 #include <string.h>
 
 #include "pockmcu_nn.h"
-
-#define POCKMCU_DW_GRAD_ROWS_BLOCK 16
-
-static int32_t ring_rows(const cmsis_nn_dw_conv_params *p, const cmsis_nn_dims *filter_dims)
-{
-    const int32_t lag = (filter_dims->h - 1) * p->dilation.h - p->padding.h;
-    return lag > 0 ? lag + 1 : 1;
-}
-
-static int32_t block_channels(const cmsis_nn_dims *input_dims)
-{
-    return input_dims->c < POCKMCU_DW_GRAD_ROWS_BLOCK ? input_dims->c : POCKMCU_DW_GRAD_ROWS_BLOCK;
-}
-
-int32_t pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params,
-                                                                   const cmsis_nn_dims *input_dims,
-                                                                   const cmsis_nn_dims *filter_dims)
-{
-    return ring_rows(dw_conv_params, filter_dims) * input_dims->w * block_channels(input_dims) * (int32_t)sizeof(float);
-}
 
 /* Copy channels [c0, c0 + len) of ring row `row` to input row `row` of the gradient. */
 static void store_row(float *gi_b,
@@ -84,10 +63,11 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_co
     const int32_t dil_w = dw_conv_params->dilation.w;
     const int32_t pad_h = dw_conv_params->padding.h;
     const int32_t pad_w = dw_conv_params->padding.w;
-    const int32_t rows = ring_rows(dw_conv_params, filter_dims);
-    const int32_t block = block_channels(input_dims);
     /* input rows up to iy + lag are final once input row iy is (their output rows are read no more) */
     const int32_t lag = pad_h - (k_h - 1) * dil_h;
+    /* the ring: input rows iy + lag .. iy, at least one (the rows get_buffer_size counts) */
+    const int32_t rows = lag < 0 ? 1 - lag : 1;
+    const int32_t block = in_c < POCKMCU_DW_GRAD_ROWS_BLOCK ? in_c : POCKMCU_DW_GRAD_ROWS_BLOCK;
     float *ring = (float *)ctx->buf;
     int32_t b, c0;
 

@@ -103,6 +103,9 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_f32(const cmsis_nn_dw_conv
                                                           const float *grad_output,
                                                           float *grad_input);
 
+/** Channels per block of pockmcu_depthwise_conv_grad_input_rows_f32 (its ring holds this many). */
+#define POCKMCU_DW_GRAD_ROWS_BLOCK 16
+
 /**
  * @brief pockmcu_depthwise_conv_grad_input_f32 for stride 1, row by row, able to run in place.
  *

@@ -37,7 +37,7 @@ FP_FLAGS = ["-ffp-contract=off"]
 TRAIN_FUNCS = [
     "pockmcu_xorshift32", "pockmcu_stochastic_round", "pockmcu_update_s8", "pockmcu_update_s32",
     "pockmcu_conv_grad_input_f32", "pockmcu_conv_grad_input_split_f32", "pockmcu_depthwise_conv_grad_input_f32",
-    "pockmcu_depthwise_conv_grad_input_rows_f32",
+    "pockmcu_depthwise_conv_grad_input_rows_f32", "pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size",
     "pockmcu_fully_connected_grad_input_f32",
     "pockmcu_conv_wgrad_update_s8", "pockmcu_conv_wgrad_update_s8_get_buffer_size",
     "pockmcu_depthwise_conv_wgrad_update_s8", "pockmcu_depthwise_conv_wgrad_update_s8_get_buffer_size",

@@ -10,17 +10,17 @@
 
 #include <stdint.h>
 
-#define BL_ACK  0x79u
+#define BL_ACK 0x79u
 #define BL_NACK 0x1Fu
 #define BL_SYNC 0x7Fu
 
-#define BL_CMD_GET            0x00u
-#define BL_CMD_GET_VERSION    0x01u
-#define BL_CMD_GET_ID         0x02u
-#define BL_CMD_READ_MEMORY    0x11u
-#define BL_CMD_GO             0x21u
-#define BL_CMD_WRITE_MEMORY   0x31u
-#define BL_CMD_ERASE          0x43u
+#define BL_CMD_GET 0x00u
+#define BL_CMD_GET_VERSION 0x01u
+#define BL_CMD_GET_ID 0x02u
+#define BL_CMD_READ_MEMORY 0x11u
+#define BL_CMD_GO 0x21u
+#define BL_CMD_WRITE_MEMORY 0x31u
+#define BL_CMD_ERASE 0x43u
 #define BL_CMD_EXTENDED_ERASE 0x44u
 
 #define BL_VERSION 0x31u
@@ -28,7 +28,7 @@
 /* platform hooks */
 int bl_getc(void);
 void bl_putc(uint8_t b);
-void bl_go(uint32_t addr);                 /* start the image; returns only if it cannot */
+void bl_go(uint32_t addr); /* start the image; returns only if it cannot */
 
 /* Serve the protocol forever (from the 0x7F synchronisation on). */
 void bl_serve(void) __attribute__((noreturn));

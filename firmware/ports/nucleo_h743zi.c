@@ -14,32 +14,32 @@
 #include "port.h"
 
 #define CORE_HZ 64000000u
-#define BAUD    115200u
+#define BAUD 115200u
 
-#define RCC_AHB4ENR   BC_REG(0x580244E0u)
-#define RCC_APB1LENR  BC_REG(0x580244E8u)
-#define GPIOD_MODER   BC_REG(0x58020C00u)
-#define GPIOD_AFRH    BC_REG(0x58020C24u)
-#define USART3_CR1    BC_REG(0x40004800u)
-#define USART3_BRR    BC_REG(0x4000480Cu)
-#define USART3_ISR    BC_REG(0x4000481Cu)
-#define USART3_RDR    BC_REG(0x40004824u)
-#define USART3_TDR    BC_REG(0x40004828u)
+#define RCC_AHB4ENR BC_REG(0x580244E0u)
+#define RCC_APB1LENR BC_REG(0x580244E8u)
+#define GPIOD_MODER BC_REG(0x58020C00u)
+#define GPIOD_AFRH BC_REG(0x58020C24u)
+#define USART3_CR1 BC_REG(0x40004800u)
+#define USART3_BRR BC_REG(0x4000480Cu)
+#define USART3_ISR BC_REG(0x4000481Cu)
+#define USART3_RDR BC_REG(0x40004824u)
+#define USART3_TDR BC_REG(0x40004828u)
 #define ISR_RXNE (1u << 5)
-#define ISR_TXE  (1u << 7)
+#define ISR_TXE (1u << 7)
 
 void port_init(void)
 {
     bc_m7_enable_caches();
     bc_dwt_start();
 
-    RCC_AHB4ENR |= 1u << 3;      /* GPIOD */
-    RCC_APB1LENR |= 1u << 18;    /* USART3 */
+    RCC_AHB4ENR |= 1u << 3;   /* GPIOD */
+    RCC_APB1LENR |= 1u << 18; /* USART3 */
     (void)RCC_APB1LENR;
-    GPIOD_MODER = (GPIOD_MODER & ~(0xFu << 16)) | (0xAu << 16);      /* PD8, PD9 AF */
-    GPIOD_AFRH = (GPIOD_AFRH & ~0xFFu) | 0x77u;                      /* AF7, AF7 */
+    GPIOD_MODER = (GPIOD_MODER & ~(0xFu << 16)) | (0xAu << 16); /* PD8, PD9 AF */
+    GPIOD_AFRH = (GPIOD_AFRH & ~0xFFu) | 0x77u;                 /* AF7, AF7 */
     USART3_BRR = (CORE_HZ + BAUD / 2u) / BAUD;
-    USART3_CR1 = (1u << 0) | (1u << 2) | (1u << 3);                  /* UE RE TE */
+    USART3_CR1 = (1u << 0) | (1u << 2) | (1u << 3); /* UE RE TE */
 }
 
 uint32_t port_timer_read(void) { return bc_dwt_read(); }
@@ -47,21 +47,24 @@ uint32_t port_timer_hz(void) { return CORE_HZ; }
 
 void port_uart_putc(int c)
 {
-    while (!(USART3_ISR & ISR_TXE)) {
+    while (!(USART3_ISR & ISR_TXE))
+    {
     }
     USART3_TDR = (uint32_t)(c & 0xFF);
 }
 
 int port_uart_getc(void)
 {
-    while (!(USART3_ISR & ISR_RXNE)) {
+    while (!(USART3_ISR & ISR_RXNE))
+    {
     }
     return (int)(USART3_RDR & 0xFFu);
 }
 
 void port_console_puts(const char *s)
 {
-    while (*s != '\0') {
+    while (*s != '\0')
+    {
         port_uart_putc(*s++);
     }
 }
@@ -70,6 +73,7 @@ void port_exit(int status)
 {
     (void)status;
     bc_park();
-    for (;;) {
+    for (;;)
+    {
     }
 }

@@ -11,15 +11,15 @@
 
 #define REG(addr) (*(volatile uint32_t *)(addr))
 
-#define CNT_BASE  0x58100000u
-#define CNTCR     REG(CNT_BASE + 0x00u)
-#define CNTCV_LO  REG(CNT_BASE + 0x08u)
-#define CNT_HZ    32000000u
+#define CNT_BASE 0x58100000u
+#define CNTCR REG(CNT_BASE + 0x00u)
+#define CNTCV_LO REG(CNT_BASE + 0x08u)
+#define CNT_HZ 32000000u
 
-#define UART_BASE    0x59303000u
-#define UART_DATA    REG(UART_BASE + 0x00u)
-#define UART_STATE   REG(UART_BASE + 0x04u)
-#define UART_CTRL    REG(UART_BASE + 0x08u)
+#define UART_BASE 0x59303000u
+#define UART_DATA REG(UART_BASE + 0x00u)
+#define UART_STATE REG(UART_BASE + 0x04u)
+#define UART_CTRL REG(UART_BASE + 0x08u)
 #define UART_BAUDDIV REG(UART_BASE + 0x10u)
 #define UART_STATE_TXFULL 1u
 #define UART_STATE_RXFULL 2u
@@ -31,36 +31,26 @@ void port_init(void)
     UART_CTRL = 3u;
 }
 
-uint32_t port_timer_read(void)
-{
-    return CNTCV_LO;
-}
+uint32_t port_timer_read(void) { return CNTCV_LO; }
 
-uint32_t port_timer_hz(void)
-{
-    return CNT_HZ;
-}
+uint32_t port_timer_hz(void) { return CNT_HZ; }
 
 void port_uart_putc(int c)
 {
-    while (UART_STATE & UART_STATE_TXFULL) {
+    while (UART_STATE & UART_STATE_TXFULL)
+    {
     }
     UART_DATA = (uint32_t)(c & 0xFF);
 }
 
 int port_uart_getc(void)
 {
-    while (!(UART_STATE & UART_STATE_RXFULL)) {
+    while (!(UART_STATE & UART_STATE_RXFULL))
+    {
     }
     return (int)(UART_DATA & 0xFFu);
 }
 
-void port_console_puts(const char *s)
-{
-    sh_write0(s);
-}
+void port_console_puts(const char *s) { sh_write0(s); }
 
-void port_exit(int status)
-{
-    sh_exit(status);
-}
+void port_exit(int status) { sh_exit(status); }

@@ -14,24 +14,24 @@
 #include "semihost.h"
 
 #ifndef PORT_TIMER_BASE
-#define PORT_TIMER_BASE 0x40000000u
+    #define PORT_TIMER_BASE 0x40000000u
 #endif
 #ifndef PORT_UART_BASE
-#define PORT_UART_BASE 0x40004000u
+    #define PORT_UART_BASE 0x40004000u
 #endif
 #ifndef PORT_TIMER_HZ
-#define PORT_TIMER_HZ 25000000u
+    #define PORT_TIMER_HZ 25000000u
 #endif
 
 #define REG(addr) (*(volatile uint32_t *)(addr))
 
-#define TIMER_CTRL   REG(PORT_TIMER_BASE + 0x00u)
-#define TIMER_VALUE  REG(PORT_TIMER_BASE + 0x04u)
+#define TIMER_CTRL REG(PORT_TIMER_BASE + 0x00u)
+#define TIMER_VALUE REG(PORT_TIMER_BASE + 0x04u)
 #define TIMER_RELOAD REG(PORT_TIMER_BASE + 0x08u)
 
-#define UART_DATA    REG(PORT_UART_BASE + 0x00u)
-#define UART_STATE   REG(PORT_UART_BASE + 0x04u)
-#define UART_CTRL    REG(PORT_UART_BASE + 0x08u)
+#define UART_DATA REG(PORT_UART_BASE + 0x00u)
+#define UART_STATE REG(PORT_UART_BASE + 0x04u)
+#define UART_CTRL REG(PORT_UART_BASE + 0x08u)
 #define UART_BAUDDIV REG(PORT_UART_BASE + 0x10u)
 #define UART_STATE_TXFULL 1u
 #define UART_STATE_RXFULL 2u
@@ -47,36 +47,26 @@ void port_init(void)
     UART_CTRL = 3u; /* TX and RX enable */
 }
 
-uint32_t port_timer_read(void)
-{
-    return ~TIMER_VALUE;
-}
+uint32_t port_timer_read(void) { return ~TIMER_VALUE; }
 
-uint32_t port_timer_hz(void)
-{
-    return PORT_TIMER_HZ;
-}
+uint32_t port_timer_hz(void) { return PORT_TIMER_HZ; }
 
 void port_uart_putc(int c)
 {
-    while (UART_STATE & UART_STATE_TXFULL) {
+    while (UART_STATE & UART_STATE_TXFULL)
+    {
     }
     UART_DATA = (uint32_t)(c & 0xFF);
 }
 
 int port_uart_getc(void)
 {
-    while (!(UART_STATE & UART_STATE_RXFULL)) {
+    while (!(UART_STATE & UART_STATE_RXFULL))
+    {
     }
     return (int)(UART_DATA & 0xFFu);
 }
 
-void port_console_puts(const char *s)
-{
-    sh_write0(s);
-}
+void port_console_puts(const char *s) { sh_write0(s); }
 
-void port_exit(int status)
-{
-    sh_exit(status);
-}
+void port_exit(int status) { sh_exit(status); }

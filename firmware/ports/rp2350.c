@@ -18,8 +18,7 @@
 
 #define CORE_HZ 11000000u /* nominal ROSC; see above */
 
-__attribute__((section(".embedded_block"), used, aligned(4)))
-const uint32_t pockmcu_rp2350_image_def[5] = {
+__attribute__((section(".embedded_block"), used, aligned(4))) const uint32_t pockmcu_rp2350_image_def[5] = {
     0xFFFFDED3u, /* PICOBIN_BLOCK_MARKER_START */
     0x10210142u, /* IMAGE_TYPE: EXE, Secure, Arm, RP2350 */
     0x000001FFu, /* LAST item, 1 word of items */
@@ -27,33 +26,22 @@ const uint32_t pockmcu_rp2350_image_def[5] = {
     0xAB123579u, /* PICOBIN_BLOCK_MARKER_END */
 };
 
-void port_init(void)
-{
-    bc_dwt_start();
-}
+void port_init(void) { bc_dwt_start(); }
 
 uint32_t port_timer_read(void) { return bc_dwt_read(); }
 uint32_t port_timer_hz(void) { return CORE_HZ; }
 
-void port_uart_putc(int c)
-{
-    (void)c;
-}
+void port_uart_putc(int c) { (void)c; }
 
-int port_uart_getc(void)
-{
-    return -1;
-}
+int port_uart_getc(void) { return -1; }
 
-void port_console_puts(const char *s)
-{
-    (void)s;
-}
+void port_console_puts(const char *s) { (void)s; }
 
 void port_exit(int status)
 {
     (void)status;
     bc_park();
-    for (;;) {
+    for (;;)
+    {
     }
 }

@@ -15,36 +15,36 @@
 #include "port.h"
 
 #define CORE_HZ 16000000u
-#define BAUD    115200u
+#define BAUD 115200u
 
-#define RCC_AHB1ENR  BC_REG(0x40023830u)
-#define RCC_APB2ENR  BC_REG(0x40023844u)
-#define GPIOA_MODER  BC_REG(0x40020000u)
-#define GPIOA_AFRH   BC_REG(0x40020024u)
-#define GPIOB_MODER  BC_REG(0x40020400u)
-#define GPIOB_AFRL   BC_REG(0x40020420u)
-#define USART1_CR1   BC_REG(0x40011000u)
-#define USART1_BRR   BC_REG(0x4001100Cu)
-#define USART1_ISR   BC_REG(0x4001101Cu)
-#define USART1_RDR   BC_REG(0x40011024u)
-#define USART1_TDR   BC_REG(0x40011028u)
+#define RCC_AHB1ENR BC_REG(0x40023830u)
+#define RCC_APB2ENR BC_REG(0x40023844u)
+#define GPIOA_MODER BC_REG(0x40020000u)
+#define GPIOA_AFRH BC_REG(0x40020024u)
+#define GPIOB_MODER BC_REG(0x40020400u)
+#define GPIOB_AFRL BC_REG(0x40020420u)
+#define USART1_CR1 BC_REG(0x40011000u)
+#define USART1_BRR BC_REG(0x4001100Cu)
+#define USART1_ISR BC_REG(0x4001101Cu)
+#define USART1_RDR BC_REG(0x40011024u)
+#define USART1_TDR BC_REG(0x40011028u)
 #define ISR_RXNE (1u << 5)
-#define ISR_TXE  (1u << 7)
+#define ISR_TXE (1u << 7)
 
 void port_init(void)
 {
     bc_m7_enable_caches();
     bc_dwt_start();
 
-    RCC_AHB1ENR |= (1u << 0) | (1u << 1);   /* GPIOA, GPIOB */
-    RCC_APB2ENR |= 1u << 4;                 /* USART1 */
+    RCC_AHB1ENR |= (1u << 0) | (1u << 1); /* GPIOA, GPIOB */
+    RCC_APB2ENR |= 1u << 4;               /* USART1 */
     (void)RCC_APB2ENR;
-    GPIOA_MODER = (GPIOA_MODER & ~(3u << 18)) | (2u << 18);          /* PA9 AF */
-    GPIOA_AFRH = (GPIOA_AFRH & ~(0xFu << 4)) | (7u << 4);           /* AF7 */
-    GPIOB_MODER = (GPIOB_MODER & ~(3u << 14)) | (2u << 14);          /* PB7 AF */
-    GPIOB_AFRL = (GPIOB_AFRL & ~(0xFu << 28)) | (7u << 28);         /* AF7 */
+    GPIOA_MODER = (GPIOA_MODER & ~(3u << 18)) | (2u << 18); /* PA9 AF */
+    GPIOA_AFRH = (GPIOA_AFRH & ~(0xFu << 4)) | (7u << 4);   /* AF7 */
+    GPIOB_MODER = (GPIOB_MODER & ~(3u << 14)) | (2u << 14); /* PB7 AF */
+    GPIOB_AFRL = (GPIOB_AFRL & ~(0xFu << 28)) | (7u << 28); /* AF7 */
     USART1_BRR = (CORE_HZ + BAUD / 2u) / BAUD;
-    USART1_CR1 = (1u << 0) | (1u << 2) | (1u << 3);                  /* UE RE TE */
+    USART1_CR1 = (1u << 0) | (1u << 2) | (1u << 3); /* UE RE TE */
 }
 
 uint32_t port_timer_read(void) { return bc_dwt_read(); }
@@ -52,21 +52,24 @@ uint32_t port_timer_hz(void) { return CORE_HZ; }
 
 void port_uart_putc(int c)
 {
-    while (!(USART1_ISR & ISR_TXE)) {
+    while (!(USART1_ISR & ISR_TXE))
+    {
     }
     USART1_TDR = (uint32_t)(c & 0xFF);
 }
 
 int port_uart_getc(void)
 {
-    while (!(USART1_ISR & ISR_RXNE)) {
+    while (!(USART1_ISR & ISR_RXNE))
+    {
     }
     return (int)(USART1_RDR & 0xFFu);
 }
 
 void port_console_puts(const char *s)
 {
-    while (*s != '\0') {
+    while (*s != '\0')
+    {
         port_uart_putc(*s++);
     }
 }
@@ -75,6 +78,7 @@ void port_exit(int status)
 {
     (void)status;
     bc_park();
-    for (;;) {
+    for (;;)
+    {
     }
 }

@@ -15,28 +15,30 @@
 #include "model.h"
 
 #ifndef BOARD_TEST_HOOKS
-#define BOARD_TEST_HOOKS 0
+    #define BOARD_TEST_HOOKS 0
 #endif
 #ifndef BOARD_DEFAULT_LR
-#define BOARD_DEFAULT_LR 0.0f
+    #define BOARD_DEFAULT_LR 0.0f
 #endif
 
 #define WINDOW 64u
 
 /* training counters, saved in checkpoints (64 bytes) */
-typedef struct {
+typedef struct
+{
     uint32_t version;
-    uint32_t steps;           /* training steps applied since the seed (or restored) */
+    uint32_t steps; /* training steps applied since the seed (or restored) */
     uint32_t seed;
     uint32_t last_sample_id;
     float lr;
-    uint32_t samples;         /* since CLEAR_STATS */
+    uint32_t samples; /* since CLEAR_STATS */
     uint32_t correct;
     float loss_sum;
     uint32_t reserved[8];
 } board_persist;
 
-static struct {
+static struct
+{
     board_persist p;
     float win_loss[WINDOW];
     uint8_t win_correct[WINDOW];
@@ -48,9 +50,10 @@ static struct {
 
 static const uint8_t model_hash[CKPT_HASH_BYTES] = BOARD_MODEL_HASH;
 static pk_rx rx;
-static pk_msg resp;     /* response to an idempotent request */
-static pk_msg cache;    /* response to the last state-changing request */
-static struct {
+static pk_msg resp;  /* response to an idempotent request */
+static pk_msg cache; /* response to the last state-changing request */
+static struct
+{
     int valid;
     uint8_t type;
     uint16_t seq;
@@ -66,7 +69,8 @@ static void put_byte(void *ctx, uint8_t b)
 static uint32_t inputs_total(void)
 {
     uint32_t n = 0;
-    for (int i = 0; i < POCKMCU_NUM_INPUTS; i++) {
+    for (int i = 0; i < POCKMCU_NUM_INPUTS; i++)
+    {
         n += pockmcu_input_bytes(i);
     }
     return n;
@@ -75,7 +79,8 @@ static uint32_t inputs_total(void)
 static uint32_t outputs_total(void)
 {
     uint32_t n = 0;
-    for (int i = 0; i < POCKMCU_NUM_OUTPUTS; i++) {
+    for (int i = 0; i < POCKMCU_NUM_OUTPUTS; i++)
+    {
         n += pockmcu_output_bytes(i);
     }
     return n;
@@ -84,9 +89,11 @@ static uint32_t outputs_total(void)
 /* copy into the inputs, all concatenated, starting at byte off */
 static void inputs_write(uint32_t off, const uint8_t *src, uint32_t n)
 {
-    for (int i = 0; i < POCKMCU_NUM_INPUTS && n; i++) {
+    for (int i = 0; i < POCKMCU_NUM_INPUTS && n; i++)
+    {
         uint32_t b = pockmcu_input_bytes(i);
-        if (off >= b) {
+        if (off >= b)
+        {
             off -= b;
             continue;
         }
@@ -109,29 +116,31 @@ static void error_msg(pk_msg *m, uint16_t seq, int code, uint8_t ref, const char
 }
 
 #ifdef POCKMCU_TRAINING
-#define HAVE_TRAINING 1
-#define LABEL_BYTES POCKMCU_LABEL_BYTES
+    #define HAVE_TRAINING 1
+    #define LABEL_BYTES POCKMCU_LABEL_BYTES
 static uint8_t label_buf[POCKMCU_LABEL_BYTES] __attribute__((aligned(8)));
 
-static uint32_t params_bytes(void)
-{
-    return pockmcu_params_bytes();
-}
+static uint32_t params_bytes(void) { return pockmcu_params_bytes(); }
 
 /* copy n parameter bytes at off (the pockmcu_params_read layout) to (write=0) or from (write=1) buf */
 static void params_copy(uint32_t off, uint8_t *buf, uint32_t n, int write)
 {
-    for (int k = 0; k < POCKMCU_NUM_TRAINABLE && n; k++) {
+    for (int k = 0; k < POCKMCU_NUM_TRAINABLE && n; k++)
+    {
         uint32_t b = 0;
         uint8_t *t = (uint8_t *)(uintptr_t)pockmcu_param_tensor(k, &b); /* the RAM copy: writable */
-        if (off >= b) {
+        if (off >= b)
+        {
             off -= b;
             continue;
         }
         uint32_t c = b - off < n ? b - off : n;
-        if (write) {
+        if (write)
+        {
             memcpy(t + off, buf, c);
-        } else {
+        }
+        else
+        {
             memcpy(buf, t + off, c);
         }
         buf += c;
@@ -140,7 +149,7 @@ static void params_copy(uint32_t off, uint8_t *buf, uint32_t n, int write)
     }
 }
 
-#if BOARD_CKPT_SLOT_BYTES > 0
+    #if BOARD_CKPT_SLOT_BYTES > 0
 static const ckpt_layout layout = {BOARD_CKPT_BASE, BOARD_CKPT_SLOT_BYTES};
 
 /* payload = the counters, every trainable tensor, then the training state (step count,
@@ -152,7 +161,8 @@ static int ckpt_segments(ckpt_seg *segs)
     segs[n].ptr = &st.p;
     segs[n].len = sizeof st.p;
     n++;
-    for (int k = 0; k < POCKMCU_NUM_TRAINABLE; k++) {
+    for (int k = 0; k < POCKMCU_NUM_TRAINABLE; k++)
+    {
         segs[n].ptr = (void *)(uintptr_t)pockmcu_param_tensor(k, &b);
         segs[n].len = b;
         n++;
@@ -176,7 +186,8 @@ static int ckpt_load_newest(void)
     ckpt_info info;
     ckpt_seg segs[POCKMCU_NUM_TRAINABLE + 2];
     ckpt_find(&layout, model_hash, &info);
-    if (info.slot < 0) {
+    if (info.slot < 0)
+    {
         return 0;
     }
     /* check the counters' version before touching the parameters */
@@ -185,26 +196,24 @@ static int ckpt_load_newest(void)
     ckpt_info head = info;
     head.payload_len = sizeof tmp;
     if (info.payload_len != sizeof tmp + params_bytes() + train_state_bytes() ||
-        ckpt_restore(&layout, &head, &one, 1) != 0 ||
-        tmp.version != 1u) {
+        ckpt_restore(&layout, &head, &one, 1) != 0 || tmp.version != 1u)
+    {
         return 0;
     }
     int n = ckpt_segments(segs);
-    if (ckpt_restore(&layout, &info, segs, n) != 0) {
+    if (ckpt_restore(&layout, &info, segs, n) != 0)
+    {
         return 0;
     }
     pockmcu_set_lr(st.p.lr);
     st.ckpt_seq = info.seq;
     return 1;
 }
-#endif
+    #endif
 #else
-#define HAVE_TRAINING 0
-#define LABEL_BYTES 0
-static uint32_t params_bytes(void)
-{
-    return 0;
-}
+    #define HAVE_TRAINING 0
+    #define LABEL_BYTES 0
+static uint32_t params_bytes(void) { return 0; }
 #endif
 
 __attribute__((unused)) static void window_add(float loss, int correct)
@@ -212,7 +221,8 @@ __attribute__((unused)) static void window_add(float loss, int correct)
     st.win_loss[st.win_pos] = loss;
     st.win_correct[st.win_pos] = (uint8_t)(correct != 0);
     st.win_pos = (st.win_pos + 1u) % WINDOW;
-    if (st.win_n < WINDOW) {
+    if (st.win_n < WINDOW)
+    {
         st.win_n++;
     }
 }
@@ -243,9 +253,9 @@ void board_app_init(void)
     reset_training(0);
 #if HAVE_TRAINING
     (void)pockmcu_train_init(0);
-#if BOARD_CKPT_SLOT_BYTES > 0
+    #if BOARD_CKPT_SLOT_BYTES > 0
     st.restored = ckpt_load_newest();
-#endif
+    #endif
 #else
     (void)pockmcu_init();
 #endif
@@ -273,8 +283,9 @@ static void cmd_info(const pk_frame *f, pk_msg *m)
     pk_msg_u32(m, 0);
 #endif
     pk_msg_u16(m, PK_MAX_PAYLOAD);
-    pk_msg_u16(m, (uint16_t)((HAVE_TRAINING ? 1u : 0u) | (st.restored ? 2u : 0u) | (BOARD_TEST_HOOKS ? 4u : 0u) |
-                             (BOARD_CKPT_SLOT_BYTES > 0 ? 8u : 0u) | (board_can_enter_bootloader() ? 16u : 0u)));
+    pk_msg_u16(m,
+               (uint16_t)((HAVE_TRAINING ? 1u : 0u) | (st.restored ? 2u : 0u) | (BOARD_TEST_HOOKS ? 4u : 0u) |
+                          (BOARD_CKPT_SLOT_BYTES > 0 ? 8u : 0u) | (board_can_enter_bootloader() ? 16u : 0u)));
     pk_msg_u32(m, ram_used);
     pk_msg_u32(m, BOARD_RAM_BUDGET);
     pk_msg_u32(m, stack_used);
@@ -295,7 +306,8 @@ static void cmd_stats(const pk_frame *f, pk_msg *m)
 {
     float wl = 0.0f;
     uint32_t wc = 0;
-    for (uint32_t i = 0; i < st.win_n; i++) {
+    for (uint32_t i = 0; i < st.win_n; i++)
+    {
         wl += st.win_loss[i];
         wc += st.win_correct[i];
     }
@@ -326,36 +338,43 @@ static void cmd_stats(const pk_frame *f, pk_msg *m)
 static void cmd_infer(const pk_frame *f, pk_msg *m)
 {
     uint32_t in = inputs_total(), out = outputs_total();
-    if (f->len != in && f->len != 0u) {
+    if (f->len != in && f->len != 0u)
+    {
         error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "INFER takes the inputs (or nothing: staged input)");
         return;
     }
-    if (out > PK_MAX_PAYLOAD) {
+    if (out > PK_MAX_PAYLOAD)
+    {
         error_msg(m, f->seq, PK_E_TOO_LARGE, f->type, "the outputs do not fit in one frame");
         return;
     }
-    if (f->len) {
+    if (f->len)
+    {
         inputs_write(0, f->payload, f->len);
     }
-    if (pockmcu_invoke() != 0) {
+    if (pockmcu_invoke() != 0)
+    {
         error_msg(m, f->seq, PK_E_MODEL, f->type, "pockmcu_invoke failed");
         return;
     }
     st.infers++;
     pk_msg_start(m, PK_T_INFER | PK_T_RESPONSE, f->seq);
-    for (int i = 0; i < POCKMCU_NUM_OUTPUTS; i++) {
+    for (int i = 0; i < POCKMCU_NUM_OUTPUTS; i++)
+    {
         pk_msg_put(m, pockmcu_output(i), pockmcu_output_bytes(i));
     }
 }
 
 static void cmd_stage_input(const pk_frame *f, pk_msg *m)
 {
-    if (f->len < 4u) {
+    if (f->len < 4u)
+    {
         error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "STAGE_INPUT takes u32 offset + bytes");
         return;
     }
     uint32_t off = pk_get_u32(f->payload), n = f->len - 4u, total = inputs_total();
-    if (off > total || n > total - off) {
+    if (off > total || n > total - off)
+    {
         error_msg(m, f->seq, PK_E_BAD_ARG, f->type, "STAGE_INPUT past the end of the inputs");
         return;
     }
@@ -384,14 +403,17 @@ static void cmd_profile(const pk_frame *f, pk_msg *m)
 #ifdef POCKMCU_PROFILE
     uint32_t hz = 0, overhead = 0, stack = 0, first = 0;
     const uint32_t *ticks = 0;
-    if (f->len != 0u && f->len != 4u) {
+    if (f->len != 0u && f->len != 4u)
+    {
         error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "PROFILE takes nothing or u32 first reading");
         return;
     }
-    if (f->len == 4u) {
+    if (f->len == 4u)
+    {
         first = pk_get_u32(f->payload);
     }
-    if (first > (uint32_t)POCKMCU_NUM_OPS + 1u) {
+    if (first > (uint32_t)POCKMCU_NUM_OPS + 1u)
+    {
         error_msg(m, f->seq, PK_E_BAD_ARG, f->type, "PROFILE first reading past num_ops + 1");
         return;
     }
@@ -402,9 +424,11 @@ static void cmd_profile(const pk_frame *f, pk_msg *m)
     pk_msg_u32(m, overhead);
     pk_msg_u32(m, stack);
     pk_msg_u32(m, first);
-    for (uint32_t i = first; i <= (uint32_t)POCKMCU_NUM_OPS; i++) {
-        if (pk_msg_u32(m, ticks[i]) != 0) {
-            break;                                 /* the frame is full: ask again from here */
+    for (uint32_t i = first; i <= (uint32_t)POCKMCU_NUM_OPS; i++)
+    {
+        if (pk_msg_u32(m, ticks[i]) != 0)
+        {
+            break; /* the frame is full: ask again from here */
         }
     }
 #else
@@ -416,22 +440,26 @@ static void cmd_profile(const pk_frame *f, pk_msg *m)
 static void cmd_train(const pk_frame *f, pk_msg *m)
 {
     uint32_t in0 = pockmcu_input_bytes(0);
-    if (f->len != 4u + LABEL_BYTES && f->len != 4u + LABEL_BYTES + in0) {
+    if (f->len != 4u + LABEL_BYTES && f->len != 4u + LABEL_BYTES + in0)
+    {
         error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "TRAIN takes u32 sample id, label, input 0 (or staged)");
         return;
     }
     uint32_t id = pk_get_u32(f->payload);
     memcpy(label_buf, f->payload + 4, LABEL_BYTES);
-    if (f->len > 4u + LABEL_BYTES) {
+    if (f->len > 4u + LABEL_BYTES)
+    {
         memcpy(pockmcu_input(0), f->payload + 4 + LABEL_BYTES, in0);
     }
     pockmcu_step_result r;
     int rc = pockmcu_train_step(label_buf, &r);
-    if (rc == -1) {
+    if (rc == -1)
+    {
         error_msg(m, f->seq, PK_E_BAD_ARG, f->type, "label outside the model's classes");
         return;
     }
-    if (rc != 0) {
+    if (rc != 0)
+    {
         error_msg(m, f->seq, PK_E_MODEL, f->type, "pockmcu_train_step failed");
         return;
     }
@@ -452,7 +480,8 @@ static void cmd_train(const pk_frame *f, pk_msg *m)
 static int params_range(const pk_frame *f, pk_msg *m, uint32_t off, uint32_t n)
 {
     uint32_t total = params_bytes();
-    if (off > total || n > total - off) {
+    if (off > total || n > total - off)
+    {
         error_msg(m, f->seq, PK_E_BAD_ARG, f->type, "parameter range past the end");
         return 0;
     }
@@ -461,16 +490,19 @@ static int params_range(const pk_frame *f, pk_msg *m, uint32_t off, uint32_t n)
 
 static void cmd_read_params(const pk_frame *f, pk_msg *m)
 {
-    if (f->len != 6u) {
+    if (f->len != 6u)
+    {
         error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "READ_PARAMS takes u32 offset, u16 length");
         return;
     }
     uint32_t off = pk_get_u32(f->payload), n = pk_get_u16(f->payload + 4);
-    if (n > PK_MAX_PAYLOAD - 4u) {
+    if (n > PK_MAX_PAYLOAD - 4u)
+    {
         error_msg(m, f->seq, PK_E_TOO_LARGE, f->type, "READ_PARAMS length over max payload - 4");
         return;
     }
-    if (!params_range(f, m, off, n)) {
+    if (!params_range(f, m, off, n))
+    {
         return;
     }
     pk_msg_start(m, PK_T_READ_PARAMS | PK_T_RESPONSE, f->seq);
@@ -480,12 +512,14 @@ static void cmd_read_params(const pk_frame *f, pk_msg *m)
 
 static void cmd_write_params(const pk_frame *f, pk_msg *m)
 {
-    if (f->len < 4u) {
+    if (f->len < 4u)
+    {
         error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "WRITE_PARAMS takes u32 offset + bytes");
         return;
     }
     uint32_t off = pk_get_u32(f->payload), n = f->len - 4u;
-    if (!params_range(f, m, off, n)) {
+    if (!params_range(f, m, off, n))
+    {
         return;
     }
     params_copy(off, (uint8_t *)(uintptr_t)(f->payload + 4), n, 1);
@@ -496,18 +530,20 @@ static void cmd_write_params(const pk_frame *f, pk_msg *m)
 
 static void cmd_set_seed(const pk_frame *f, pk_msg *m)
 {
-    if (f->len != 4u) {
+    if (f->len != 4u)
+    {
         error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "SET_SEED takes u32 seed");
         return;
     }
     uint32_t seed = pk_get_u32(f->payload);
     float lr = st.p.lr;
-    if (pockmcu_train_init(seed) != 0) {
+    if (pockmcu_train_init(seed) != 0)
+    {
         error_msg(m, f->seq, PK_E_MODEL, f->type, "pockmcu_train_init failed");
         return;
     }
     reset_training(seed);
-    st.p.lr = lr;                 /* the learning rate is a setting, not training state */
+    st.p.lr = lr; /* the learning rate is a setting, not training state */
     pk_msg_start(m, PK_T_SET_SEED | PK_T_RESPONSE, f->seq);
     pk_msg_u32(m, seed);
 }
@@ -515,12 +551,14 @@ static void cmd_set_seed(const pk_frame *f, pk_msg *m)
 static void cmd_set_lr(const pk_frame *f, pk_msg *m)
 {
     float lr;
-    if (f->len != 4u) {
+    if (f->len != 4u)
+    {
         error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "SET_LR takes f32");
         return;
     }
     memcpy(&lr, f->payload, 4);
-    if (!(lr >= 0.0f && lr < 1e6f)) {
+    if (!(lr >= 0.0f && lr < 1e6f))
+    {
         error_msg(m, f->seq, PK_E_BAD_ARG, f->type, "learning rate must be finite and >= 0");
         return;
     }
@@ -532,13 +570,16 @@ static void cmd_set_lr(const pk_frame *f, pk_msg *m)
 
 static void cmd_save(const pk_frame *f, pk_msg *m)
 {
-#if BOARD_CKPT_SLOT_BYTES > 0
-    if (f->len != 0u && f->len != 4u) {
+    #if BOARD_CKPT_SLOT_BYTES > 0
+    if (f->len != 0u && f->len != 4u)
+    {
         error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "SAVE takes nothing (or u32 cut-after for tests)");
         return;
     }
-    if (f->len == 4u) {
-        if (!BOARD_TEST_HOOKS) {
+    if (f->len == 4u)
+    {
+        if (!BOARD_TEST_HOOKS)
+        {
             error_msg(m, f->seq, PK_E_UNSUPPORTED, f->type, "power-cut test hook not built in");
             return;
         }
@@ -549,7 +590,8 @@ static void cmd_save(const pk_frame *f, pk_msg *m)
     ckpt_info saved;
     int rc = ckpt_save(&layout, model_hash, segs, n, &saved);
     board_flash_cut_budget = -1;
-    if (rc != 0) {
+    if (rc != 0)
+    {
         error_msg(m, f->seq, PK_E_FLASH, f->type, "checkpoint write failed");
         return;
     }
@@ -557,19 +599,21 @@ static void cmd_save(const pk_frame *f, pk_msg *m)
     pk_msg_start(m, PK_T_SAVE | PK_T_RESPONSE, f->seq);
     pk_msg_u32(m, saved.seq);
     pk_msg_u8(m, (uint8_t)saved.slot);
-#else
+    #else
     error_msg(m, f->seq, PK_E_UNSUPPORTED, f->type, "no checkpoint area on this build");
-#endif
+    #endif
 }
 
 static void cmd_load(const pk_frame *f, pk_msg *m)
 {
-#if BOARD_CKPT_SLOT_BYTES > 0
-    if (f->len != 0u) {
+    #if BOARD_CKPT_SLOT_BYTES > 0
+    if (f->len != 0u)
+    {
         error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "LOAD takes nothing");
         return;
     }
-    if (!ckpt_load_newest()) {
+    if (!ckpt_load_newest())
+    {
         error_msg(m, f->seq, PK_E_NO_CKPT, f->type, "no valid checkpoint for this model");
         return;
     }
@@ -578,9 +622,9 @@ static void cmd_load(const pk_frame *f, pk_msg *m)
     pk_msg_start(m, PK_T_LOAD | PK_T_RESPONSE, f->seq);
     pk_msg_u32(m, st.ckpt_seq);
     pk_msg_u32(m, st.p.steps);
-#else
+    #else
     error_msg(m, f->seq, PK_E_UNSUPPORTED, f->type, "no checkpoint area on this build");
-#endif
+    #endif
 }
 #endif
 
@@ -593,35 +637,70 @@ static int is_idempotent(uint8_t t)
 
 static int execute(const pk_frame *f, pk_msg *m)
 {
-    switch (f->type) {
-    case PK_T_INFO: cmd_info(f, m); return BOARD_ACT_NONE;
-    case PK_T_STATS: cmd_stats(f, m); return BOARD_ACT_NONE;
-    case PK_T_INFER: cmd_infer(f, m); return BOARD_ACT_NONE;
-    case PK_T_STAGE_INPUT: cmd_stage_input(f, m); return BOARD_ACT_NONE;
-    case PK_T_CLEAR_STATS: cmd_clear_stats(f, m); return BOARD_ACT_NONE;
-    case PK_T_PING: cmd_ping(f, m); return BOARD_ACT_NONE;
-    case PK_T_PROFILE: cmd_profile(f, m); return BOARD_ACT_NONE;
+    switch (f->type)
+    {
+    case PK_T_INFO:
+        cmd_info(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_STATS:
+        cmd_stats(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_INFER:
+        cmd_infer(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_STAGE_INPUT:
+        cmd_stage_input(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_CLEAR_STATS:
+        cmd_clear_stats(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_PING:
+        cmd_ping(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_PROFILE:
+        cmd_profile(f, m);
+        return BOARD_ACT_NONE;
     case PK_T_RESET:
         pk_msg_start(m, PK_T_RESET | PK_T_RESPONSE, f->seq);
         return BOARD_ACT_RESET;
     case PK_T_BOOTLOADER:
-        if (!board_can_enter_bootloader()) {
+        if (!board_can_enter_bootloader())
+        {
             error_msg(m, f->seq, PK_E_UNSUPPORTED, f->type, "this board has no bootloader to enter");
             return BOARD_ACT_NONE;
         }
         pk_msg_start(m, PK_T_BOOTLOADER | PK_T_RESPONSE, f->seq);
         return BOARD_ACT_BOOTLOADER;
 #if HAVE_TRAINING
-    case PK_T_TRAIN: cmd_train(f, m); return BOARD_ACT_NONE;
-    case PK_T_READ_PARAMS: cmd_read_params(f, m); return BOARD_ACT_NONE;
-    case PK_T_WRITE_PARAMS: cmd_write_params(f, m); return BOARD_ACT_NONE;
-    case PK_T_SAVE: cmd_save(f, m); return BOARD_ACT_NONE;
-    case PK_T_LOAD: cmd_load(f, m); return BOARD_ACT_NONE;
-    case PK_T_SET_SEED: cmd_set_seed(f, m); return BOARD_ACT_NONE;
-    case PK_T_SET_LR: cmd_set_lr(f, m); return BOARD_ACT_NONE;
+    case PK_T_TRAIN:
+        cmd_train(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_READ_PARAMS:
+        cmd_read_params(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_WRITE_PARAMS:
+        cmd_write_params(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_SAVE:
+        cmd_save(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_LOAD:
+        cmd_load(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_SET_SEED:
+        cmd_set_seed(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_SET_LR:
+        cmd_set_lr(f, m);
+        return BOARD_ACT_NONE;
 #else
-    case PK_T_TRAIN: case PK_T_READ_PARAMS: case PK_T_WRITE_PARAMS: case PK_T_SAVE: case PK_T_LOAD:
-    case PK_T_SET_SEED: case PK_T_SET_LR:
+    case PK_T_TRAIN:
+    case PK_T_READ_PARAMS:
+    case PK_T_WRITE_PARAMS:
+    case PK_T_SAVE:
+    case PK_T_LOAD:
+    case PK_T_SET_SEED:
+    case PK_T_SET_LR:
         error_msg(m, f->seq, PK_E_NO_TRAINING, f->type, "model generated without --train");
         return BOARD_ACT_NONE;
 #endif
@@ -635,31 +714,42 @@ int board_app_byte(uint8_t b)
 {
     pk_frame f;
     int rc = pk_rx_feed(&rx, b, &f);
-    if (rc == 0) {
+    if (rc == 0)
+    {
         return BOARD_ACT_NONE;
     }
-    if (rc < 0) {
+    if (rc < 0)
+    {
         st.bad_frames++;
-        error_msg(&resp, PK_SEQ_NONE, -rc, 0, rc == -PK_ERR_CRC ? "bad CRC" : rc == -PK_ERR_COBS ? "bad COBS"
-                                              : rc == -PK_ERR_TOO_LONG ? "frame too long" : "frame too short");
+        error_msg(&resp,
+                  PK_SEQ_NONE,
+                  -rc,
+                  0,
+                  rc == -PK_ERR_CRC            ? "bad CRC"
+                      : rc == -PK_ERR_COBS     ? "bad COBS"
+                      : rc == -PK_ERR_TOO_LONG ? "frame too long"
+                                               : "frame too short");
         pk_msg_finish(&resp);
         pk_msg_send(&resp, put_byte, NULL);
         return BOARD_ACT_NONE;
     }
-    if (f.type & PK_T_RESPONSE || f.type == PK_T_ERROR || f.seq == PK_SEQ_NONE) {
+    if (f.type & PK_T_RESPONSE || f.type == PK_T_ERROR || f.seq == PK_SEQ_NONE)
+    {
         error_msg(&resp, f.seq, PK_E_UNKNOWN_TYPE, f.type, "not a request (response type or seq 0xFFFF)");
         pk_msg_finish(&resp);
         pk_msg_send(&resp, put_byte, NULL);
         return BOARD_ACT_NONE;
     }
-    if (is_idempotent(f.type)) {
+    if (is_idempotent(f.type))
+    {
         execute(&f, &resp);
         pk_msg_finish(&resp);
         pk_msg_send(&resp, put_byte, NULL);
         return BOARD_ACT_NONE;
     }
-    if (last.valid && last.seq == f.seq && last.type == f.type && last.crc == f.crc) {
-        st.dups++;                               /* a retransmission: answer again, apply nothing */
+    if (last.valid && last.seq == f.seq && last.type == f.type && last.crc == f.crc)
+    {
+        st.dups++; /* a retransmission: answer again, apply nothing */
         pk_msg_send(&cache, put_byte, NULL);
         return BOARD_ACT_NONE;
     }

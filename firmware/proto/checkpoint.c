@@ -5,10 +5,7 @@
 #include "board_flash.h"
 #include "crc32.h"
 
-static uint32_t align_up(uint32_t n, uint32_t a)
-{
-    return (n + a - 1u) / a * a;
-}
+static uint32_t align_up(uint32_t n, uint32_t a) { return (n + a - 1u) / a * a; }
 
 uint32_t ckpt_slot_need(uint32_t payload_len)
 {
@@ -33,7 +30,8 @@ static uint32_t flash_crc(uint32_t addr, uint32_t len)
 {
     uint8_t buf[64];
     uint32_t crc = 0;
-    while (len) {
+    while (len)
+    {
         uint32_t n = len < sizeof buf ? len : (uint32_t)sizeof buf;
         board_flash_read(addr, buf, n);
         crc = pk_crc32(crc, buf, n);
@@ -44,32 +42,36 @@ static uint32_t flash_crc(uint32_t addr, uint32_t len)
 }
 
 /* Returns 1 and fills seq/len if slot k holds a complete checkpoint for this hash. */
-static int slot_valid(const ckpt_layout *l, int k, const uint8_t hash[CKPT_HASH_BYTES], uint32_t *seq,
-                      uint32_t *len)
+static int slot_valid(const ckpt_layout *l, int k, const uint8_t hash[CKPT_HASH_BYTES], uint32_t *seq, uint32_t *len)
 {
     uint32_t base = l->base + (uint32_t)k * l->slot_bytes;
     uint8_t h[CKPT_HEADER_BYTES], c[CKPT_COMMIT_BYTES];
     board_flash_read(base, h, sizeof h);
-    if (get32(h) != CKPT_MAGIC || get32(h + 4) != CKPT_VERSION) {
+    if (get32(h) != CKPT_MAGIC || get32(h + 4) != CKPT_VERSION)
+    {
         return 0;
     }
     uint32_t hcrc = get32(h + 28);
-    if (pk_crc32(0, h, 28) != hcrc) {
+    if (pk_crc32(0, h, 28) != hcrc)
+    {
         return 0;
     }
     uint32_t s = get32(h + 8), n = get32(h + 12), pcrc = get32(h + 16);
-    if (n > l->slot_bytes || ckpt_slot_need(n) > l->slot_bytes) {
+    if (n > l->slot_bytes || ckpt_slot_need(n) > l->slot_bytes)
+    {
         return 0;
     }
-    if (memcmp(h + 20, hash, CKPT_HASH_BYTES) != 0) {
+    if (memcmp(h + 20, hash, CKPT_HASH_BYTES) != 0)
+    {
         return 0;
     }
     board_flash_read(base + CKPT_HEADER_BYTES + align_up(n, CKPT_UNIT), c, sizeof c);
-    if (get32(c) != CKPT_COMMIT_MAGIC || get32(c + 4) != s || get32(c + 8) != hcrc ||
-        get32(c + 12) != ~s) {
+    if (get32(c) != CKPT_COMMIT_MAGIC || get32(c + 4) != s || get32(c + 8) != hcrc || get32(c + 12) != ~s)
+    {
         return 0;
     }
-    if (flash_crc(base + CKPT_HEADER_BYTES, n) != pcrc) {
+    if (flash_crc(base + CKPT_HEADER_BYTES, n) != pcrc)
+    {
         return 0;
     }
     *seq = s;
@@ -82,10 +84,13 @@ void ckpt_find(const ckpt_layout *l, const uint8_t hash[CKPT_HASH_BYTES], ckpt_i
     info->slot = -1;
     info->seq = 0;
     info->payload_len = 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 2; k++)
+    {
         uint32_t seq, len;
-        if (slot_valid(l, k, hash, &seq, &len)) {
-            if (info->slot < 0 || (int32_t)(seq - info->seq) > 0) {
+        if (slot_valid(l, k, hash, &seq, &len))
+        {
+            if (info->slot < 0 || (int32_t)(seq - info->seq) > 0)
+            {
                 info->slot = k;
                 info->seq = seq;
                 info->payload_len = len;
@@ -95,7 +100,8 @@ void ckpt_find(const ckpt_layout *l, const uint8_t hash[CKPT_HASH_BYTES], ckpt_i
 }
 
 /* Streams segments into CKPT_UNIT-sized program operations. */
-typedef struct {
+typedef struct
+{
     uint8_t block[CKPT_UNIT];
     uint32_t fill;
     uint32_t addr;
@@ -105,11 +111,13 @@ typedef struct {
 
 static void writer_flush(ckpt_writer *w)
 {
-    if (w->fill == 0u) {
+    if (w->fill == 0u)
+    {
         return;
     }
     memset(w->block + w->fill, 0xFF, CKPT_UNIT - w->fill);
-    if (board_flash_program(w->addr, w->block, CKPT_UNIT) != 0) {
+    if (board_flash_program(w->addr, w->block, CKPT_UNIT) != 0)
+    {
         w->err = 1;
     }
     w->addr += CKPT_UNIT;
@@ -119,16 +127,19 @@ static void writer_flush(ckpt_writer *w)
 static void writer_put(ckpt_writer *w, const uint8_t *p, uint32_t n)
 {
     w->crc = pk_crc32(w->crc, p, n);
-    while (n) {
+    while (n)
+    {
         uint32_t k = CKPT_UNIT - w->fill;
-        if (k > n) {
+        if (k > n)
+        {
             k = n;
         }
         memcpy(w->block + w->fill, p, k);
         w->fill += k;
         p += k;
         n -= k;
-        if (w->fill == CKPT_UNIT) {
+        if (w->fill == CKPT_UNIT)
+        {
             writer_flush(w);
         }
     }
@@ -136,11 +147,17 @@ static void writer_put(ckpt_writer *w, const uint8_t *p, uint32_t n)
 
 /* Write a complete checkpoint with sequence number seq into slot k: erase,
  * payload, header, and last the commit record. */
-static int write_slot(const ckpt_layout *l, int k, uint32_t seq, const uint8_t hash[CKPT_HASH_BYTES],
-                      const ckpt_seg *segs, int nsegs, uint32_t n)
+static int write_slot(const ckpt_layout *l,
+                      int k,
+                      uint32_t seq,
+                      const uint8_t hash[CKPT_HASH_BYTES],
+                      const ckpt_seg *segs,
+                      int nsegs,
+                      uint32_t n)
 {
     uint32_t base = l->base + (uint32_t)k * l->slot_bytes;
-    if (board_flash_erase(base, l->slot_bytes) != 0) {
+    if (board_flash_erase(base, l->slot_bytes) != 0)
+    {
         return -1;
     }
     ckpt_writer w;
@@ -148,11 +165,13 @@ static int write_slot(const ckpt_layout *l, int k, uint32_t seq, const uint8_t h
     w.addr = base + CKPT_HEADER_BYTES;
     w.crc = 0;
     w.err = 0;
-    for (int i = 0; i < nsegs; i++) {
+    for (int i = 0; i < nsegs; i++)
+    {
         writer_put(&w, (const uint8_t *)segs[i].ptr, segs[i].len);
     }
     writer_flush(&w);
-    if (w.err) {
+    if (w.err)
+    {
         return -1;
     }
 
@@ -165,7 +184,8 @@ static int write_slot(const ckpt_layout *l, int k, uint32_t seq, const uint8_t h
     memcpy(h + 20, hash, CKPT_HASH_BYTES);
     uint32_t hcrc = pk_crc32(0, h, 28);
     put32(h + 28, hcrc);
-    if (board_flash_program(base, h, sizeof h) != 0) {
+    if (board_flash_program(base, h, sizeof h) != 0)
+    {
         return -1;
     }
 
@@ -178,30 +198,38 @@ static int write_slot(const ckpt_layout *l, int k, uint32_t seq, const uint8_t h
     return board_flash_program(base + CKPT_HEADER_BYTES + align_up(n, CKPT_UNIT), c, sizeof c);
 }
 
-int ckpt_save(const ckpt_layout *l, const uint8_t hash[CKPT_HASH_BYTES], const ckpt_seg *segs, int nsegs,
+int ckpt_save(const ckpt_layout *l,
+              const uint8_t hash[CKPT_HASH_BYTES],
+              const ckpt_seg *segs,
+              int nsegs,
               ckpt_info *saved)
 {
     uint32_t n = 0;
-    for (int i = 0; i < nsegs; i++) {
+    for (int i = 0; i < nsegs; i++)
+    {
         n += segs[i].len;
     }
-    if (ckpt_slot_need(n) > l->slot_bytes) {
+    if (ckpt_slot_need(n) > l->slot_bytes)
+    {
         return -1;
     }
     ckpt_info cur;
     ckpt_find(l, hash, &cur);
-    int k = cur.slot == 0 ? 1 : 0;            /* never touch the newest valid slot */
+    int k = cur.slot == 0 ? 1 : 0; /* never touch the newest valid slot */
     uint32_t seq = cur.slot < 0 ? 1u : cur.seq + 1u;
-    if (write_slot(l, k, seq, hash, segs, nsegs, n) != 0) {
+    if (write_slot(l, k, seq, hash, segs, nsegs, n) != 0)
+    {
         return -1;
     }
     /* read back: the commit must now make the slot the newest valid one */
     ckpt_info now;
     ckpt_find(l, hash, &now);
-    if (now.slot != k || now.seq != seq) {
+    if (now.slot != k || now.seq != seq)
+    {
         return -1;
     }
-    if (saved) {
+    if (saved)
+    {
         *saved = now;
     }
     return 0;
@@ -209,18 +237,22 @@ int ckpt_save(const ckpt_layout *l, const uint8_t hash[CKPT_HASH_BYTES], const c
 
 int ckpt_restore(const ckpt_layout *l, const ckpt_info *info, const ckpt_seg *segs, int nsegs)
 {
-    if (info->slot < 0) {
+    if (info->slot < 0)
+    {
         return -1;
     }
     uint32_t total = 0;
-    for (int i = 0; i < nsegs; i++) {
+    for (int i = 0; i < nsegs; i++)
+    {
         total += segs[i].len;
     }
-    if (total != info->payload_len) {
+    if (total != info->payload_len)
+    {
         return -1;
     }
     uint32_t addr = l->base + (uint32_t)info->slot * l->slot_bytes + CKPT_HEADER_BYTES;
-    for (int i = 0; i < nsegs; i++) {
+    for (int i = 0; i < nsegs; i++)
+    {
         board_flash_read(addr, segs[i].ptr, segs[i].len);
         addr += segs[i].len;
     }

@@ -21,26 +21,29 @@
 
 #include <stdint.h>
 
-#define CKPT_UNIT         32u
+#define CKPT_UNIT 32u
 #define CKPT_HEADER_BYTES 32u
 #define CKPT_COMMIT_BYTES 32u
-#define CKPT_MAGIC        0x4B434B50u  /* "PKCK" */
-#define CKPT_COMMIT_MAGIC 0x4B4F4B50u  /* "PKOK" */
-#define CKPT_VERSION      1u
-#define CKPT_HASH_BYTES   8u
+#define CKPT_MAGIC 0x4B434B50u        /* "PKCK" */
+#define CKPT_COMMIT_MAGIC 0x4B4F4B50u /* "PKOK" */
+#define CKPT_VERSION 1u
+#define CKPT_HASH_BYTES 8u
 
-typedef struct {
-    uint32_t base;        /* address of slot 0; slot 1 follows at base + slot_bytes */
-    uint32_t slot_bytes;  /* multiple of the erase sector */
+typedef struct
+{
+    uint32_t base;       /* address of slot 0; slot 1 follows at base + slot_bytes */
+    uint32_t slot_bytes; /* multiple of the erase sector */
 } ckpt_layout;
 
-typedef struct {
-    void *ptr;            /* restore destination / save source */
+typedef struct
+{
+    void *ptr; /* restore destination / save source */
     uint32_t len;
 } ckpt_seg;
 
-typedef struct {
-    int slot;             /* -1: no valid checkpoint */
+typedef struct
+{
+    int slot; /* -1: no valid checkpoint */
     uint32_t seq;
     uint32_t payload_len;
 } ckpt_info;
@@ -53,7 +56,10 @@ void ckpt_find(const ckpt_layout *l, const uint8_t hash[CKPT_HASH_BYTES], ckpt_i
 
 /* Save the segments as the next checkpoint. Returns 0 and the new seq/slot,
  * or -1 (payload too large for a slot, flash error). */
-int ckpt_save(const ckpt_layout *l, const uint8_t hash[CKPT_HASH_BYTES], const ckpt_seg *segs, int nsegs,
+int ckpt_save(const ckpt_layout *l,
+              const uint8_t hash[CKPT_HASH_BYTES],
+              const ckpt_seg *segs,
+              int nsegs,
               ckpt_info *saved);
 
 /* Copy the payload of a valid checkpoint (from ckpt_find) into the segments;

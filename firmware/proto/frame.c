@@ -4,10 +4,7 @@
 
 #include "crc32.h"
 
-uint16_t pk_get_u16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
+uint16_t pk_get_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
 uint32_t pk_get_u32(const uint8_t *p)
 {
@@ -22,11 +19,15 @@ void pk_rx_init(pk_rx *rx)
 
 int pk_rx_feed(pk_rx *rx, uint8_t byte, pk_frame *out)
 {
-    if (byte != 0u) {
-        if (rx->len < sizeof rx->buf) {
+    if (byte != 0u)
+    {
+        if (rx->len < sizeof rx->buf)
+        {
             rx->buf[rx->len++] = byte;
-        } else {
-            rx->overflow = 1;        /* keep discarding until the next delimiter */
+        }
+        else
+        {
+            rx->overflow = 1; /* keep discarding until the next delimiter */
         }
         return 0;
     }
@@ -35,22 +36,27 @@ int pk_rx_feed(pk_rx *rx, uint8_t byte, pk_frame *out)
     int overflow = rx->overflow;
     rx->len = 0;
     rx->overflow = 0;
-    if (overflow) {
+    if (overflow)
+    {
         return -PK_ERR_TOO_LONG;
     }
-    if (n == 0u) {
-        return 0;                    /* empty: back-to-back delimiters */
+    if (n == 0u)
+    {
+        return 0; /* empty: back-to-back delimiters */
     }
     int32_t d = pk_cobs_decode(rx->buf, n, rx->buf);
-    if (d < 0) {
+    if (d < 0)
+    {
         return -PK_ERR_COBS;
     }
-    if ((uint32_t)d < PK_HEADER_BYTES + PK_CRC_BYTES || (uint32_t)d > PK_MAX_DECODED) {
+    if ((uint32_t)d < PK_HEADER_BYTES + PK_CRC_BYTES || (uint32_t)d > PK_MAX_DECODED)
+    {
         return -PK_ERR_TOO_SHORT;
     }
     uint32_t body = (uint32_t)d - PK_CRC_BYTES;
     uint32_t crc = pk_get_u32(rx->buf + body);
-    if (pk_crc32(0, rx->buf, body) != crc) {
+    if (pk_crc32(0, rx->buf, body) != crc)
+    {
         return -PK_ERR_CRC;
     }
     out->type = rx->buf[0];
@@ -71,7 +77,8 @@ void pk_msg_start(pk_msg *m, uint8_t type, uint16_t seq)
 
 uint8_t *pk_msg_reserve(pk_msg *m, uint32_t n)
 {
-    if (m->len + n > PK_HEADER_BYTES + PK_MAX_PAYLOAD) {
+    if (m->len + n > PK_HEADER_BYTES + PK_MAX_PAYLOAD)
+    {
         return NULL;
     }
     uint8_t *p = m->buf + m->len;
@@ -82,19 +89,18 @@ uint8_t *pk_msg_reserve(pk_msg *m, uint32_t n)
 int pk_msg_put(pk_msg *m, const void *data, uint32_t n)
 {
     uint8_t *p = pk_msg_reserve(m, n);
-    if (p == NULL) {
+    if (p == NULL)
+    {
         return -1;
     }
-    if (n) {
+    if (n)
+    {
         memcpy(p, data, n);
     }
     return 0;
 }
 
-int pk_msg_u8(pk_msg *m, uint8_t v)
-{
-    return pk_msg_put(m, &v, 1);
-}
+int pk_msg_u8(pk_msg *m, uint8_t v) { return pk_msg_put(m, &v, 1); }
 
 int pk_msg_u16(pk_msg *m, uint16_t v)
 {

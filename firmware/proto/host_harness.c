@@ -19,14 +19,17 @@
 #include "board_config.h"
 
 static unsigned char sim_flash[BOARD_FLASH_SIZE];
-#define BOARD_FLASH_MEM(a) (&sim_flash[(uint32_t)(a) - BOARD_FLASH_BASE])
+#define BOARD_FLASH_MEM(a) (&sim_flash[(uint32_t)(a) - (BOARD_FLASH_BASE)])
 
+/* The runtime, one translation unit: each file uses those above it. */
+/* clang-format off */
 #include "crc32.c"
 #include "cobs.c"
 #include "frame.c"
 #include "checkpoint.c"
 #include "board_app.c"
 #include "../board_flash_ram.c"
+/* clang-format on */
 
 static jmp_buf reboot;
 static unsigned long reboots, cuts;
@@ -37,15 +40,9 @@ void board_power_cut(void)
     longjmp(reboot, 1);
 }
 
-void board_putc(uint8_t b)
-{
-    putchar(b);
-}
+void board_putc(uint8_t b) { putchar(b); }
 
-uint32_t board_uptime_ms(void)
-{
-    return 0;
-}
+uint32_t board_uptime_ms(void) { return 0; }
 
 void board_memory_use(uint32_t *ram_used, uint32_t *stack_used, uint32_t *flash_used)
 {
@@ -54,10 +51,7 @@ void board_memory_use(uint32_t *ram_used, uint32_t *stack_used, uint32_t *flash_
     *flash_used = 0;
 }
 
-int board_can_enter_bootloader(void)
-{
-    return 1;
-}
+int board_can_enter_bootloader(void) { return 1; }
 
 static unsigned char *data;
 static size_t len, pos;
@@ -66,31 +60,38 @@ int main(void)
 {
     size_t cap = 1u << 16;
     data = malloc(cap);
-    if (data == NULL) {
+    if (data == NULL)
+    {
         return 3;
     }
-    for (;;) {
+    for (;;)
+    {
         size_t n = fread(data + len, 1, cap - len, stdin);
         len += n;
-        if (len < cap) {
+        if (len < cap)
+        {
             break;
         }
         cap *= 2;
         unsigned char *d = realloc(data, cap);
-        if (d == NULL) {
+        if (d == NULL)
+        {
             return 3;
         }
         data = d;
     }
     memset(sim_flash, 0, sizeof sim_flash);
-    if (setjmp(reboot) != 0) {
+    if (setjmp(reboot) != 0)
+    {
         reboots++;
         board_flash_cut_budget = -1;
     }
     board_app_init();
-    while (pos < len) {
+    while (pos < len)
+    {
         int act = board_app_byte(data[pos++]);
-        if (act != BOARD_ACT_NONE) {
+        if (act != BOARD_ACT_NONE)
+        {
             fflush(stdout);
             longjmp(reboot, 1);
         }

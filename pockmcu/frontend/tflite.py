@@ -20,6 +20,7 @@ from ..errors import PockError
 from ..ir import Graph, Op, Quant, Tensor
 from ..ops import TFLITE_BUILTINS
 from .fold import fold_constants
+from .names import short_name
 
 TENSOR_TYPES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 5: "string",
                 6: "bool", 7: "int16", 8: "complex64", 9: "int8", 10: "float64", 11: "complex128",
@@ -126,9 +127,7 @@ def load_tflite(path: str | Path) -> Graph:
         ins = [names[j] if j >= 0 else "" for j in o.InputsAsNumpy()] if not o.InputsIsNone() else []
         outs = [names[j] for j in o.OutputsAsNumpy()] if not o.OutputsIsNone() else []
         opdef = TFLITE_BUILTINS.get(kind)
-        short = (opdef.kind if opdef else kind).lower().replace("_2d", "").replace("depthwise_conv", "dwconv")
-        short = {"fully_connected": "fc", "average_pool": "avgpool", "max_pool": "maxpool",
-                 "concatenation": "concat"}.get(short, short)
+        short = short_name(opdef.kind if opdef else kind)
         k = counters.get(short, 0)
         counters[short] = k + 1
         op = Op(kind=opdef.kind if opdef else kind, name=_unique(f"{short}{k}", op_used), inputs=ins,

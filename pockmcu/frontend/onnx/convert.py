@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ...errors import PockError
 from ...ir import Graph
+from ..names import short_name
 from . import emit_data, emit_eltwise, emit_linear, emit_pool, emit_softmax, fold
 from .build import Builder
 from .layout import Layout
@@ -25,17 +26,8 @@ HANDLERS = {op_type: h for m in _FAMILIES for op_type, h in m.HANDLERS.items()}
 #: Pending kind -> emitter(builder, pending, out, quant, dtype)
 EMITTERS = {kind: e for m in _FAMILIES for kind, e in getattr(m, "EMITTERS", {}).items()}
 
-SHORT_NAMES = {"fully_connected": "fc", "average_pool": "avgpool", "max_pool": "maxpool",
-               "concatenation": "concat", "average_pool_requant": "avgpool_requant",
-               "uint8_to_int8": "from_uint8", "int8_to_uint8": "to_uint8"}
 #: how the edge ops change the zero point (int8 <-> uint8 of the same real values)
 ZP_SHIFT = {"RESHAPE": 0, "TRANSPOSE": 0, "UINT8_TO_INT8": -128, "INT8_TO_UINT8": 128}
-
-
-def short_name(kind: str) -> str:
-    """Op name stem, as the TFLite frontend makes it (conv, dwconv, fc, avgpool, ...)."""
-    short = kind.lower().replace("_2d", "").replace("depthwise_conv", "dwconv")
-    return SHORT_NAMES.get(short, short)
 
 
 def load_onnx(path: str | Path, numerics: str = "tflm") -> Graph:
