@@ -83,8 +83,3 @@ def export_tflite(out, params_path, dest) -> int:
     os.replace(tmp, dest)
     return len(tensors)
 
-
-def trained_arrays(params_path) -> dict[str, np.ndarray]:
-    """The tensors of P.bin as stored (flat; a split CONV_2D weight only its trained channels,
-    pockmcu.training.params.expand gives full tensors)."""
-    return {n: np.frombuffer(d, np.dtype(t)) for n, t, d in read_params(params_path)}

@@ -701,13 +701,6 @@ def rne_shr(x, k):
     return np.where(x < 0, -q, q)
 
 
-def round24(x):
-    """int64 x (|x| < 2**53) rounded to 24 significant bits, half to even: float32(x) in x's units."""
-    x = _i64(x)
-    k = np.maximum(_bitlen(np.abs(x)) - 24, 0)
-    return rne_shr(x, k) << k
-
-
 def requantize_ort(acc, mant, exp):
     """RoundHalfEven(float32(float32(acc) * (mant * 2**exp))) for int32 acc, exactly, saturated to
     +-ORT_SAT. mant/exp broadcast (per channel along the last axis).

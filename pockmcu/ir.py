@@ -98,14 +98,6 @@ class Graph:
     def producers(self) -> dict[str, Op]:
         return {o: op for op in self.ops for o in op.outputs}
 
-    def consumers(self) -> dict[str, list[Op]]:
-        out: dict[str, list[Op]] = {}
-        for op in self.ops:
-            for i in op.inputs:
-                if i:
-                    out.setdefault(i, []).append(op)
-        return out
-
     def prune(self) -> None:
         """Drop ops whose outputs nobody needs and tensors nobody references."""
         needed = set(self.outputs)

@@ -97,14 +97,6 @@ ALIASES = {
 }
 
 
-def target_names() -> list[str]:
-    return list(TARGETS)
-
-
-def qemu_target_names() -> list[str]:
-    return [n for n, t in TARGETS.items() if t.is_qemu]
-
-
 def get_target(name: str) -> Target:
     """Look up a target by name (or alias such as cortex-m4 = qemu-m4)."""
     key = str(name).strip().lower()

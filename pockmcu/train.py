@@ -13,7 +13,6 @@ pockmcu/training/params.py, whose ``expand`` gives the full tensors):
 
 from __future__ import annotations
 
-import hashlib
 import os
 import struct
 import sys
@@ -282,6 +281,3 @@ def train_on_target(out, target: str, data: Data, epochs: int, seed: int, timed:
     instr = [instructions_from_ticks(int(tk) - overhead, hz) for tk in recs["ticks"]] if timed else []
     return history, files["params.bin"], instr
 
-
-def model_digest(plan: dict) -> str:
-    return hashlib.sha256(repr(plan["training"]["trainable"]).encode()).hexdigest()[:16]

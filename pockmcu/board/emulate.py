@@ -114,9 +114,6 @@ class Emulator:
                 return ""
         return ""
 
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()

@@ -88,10 +88,6 @@ def sgd_update(q: np.ndarray, grad: np.ndarray, coef, st: TrainState, key: str, 
     return out
 
 
-def channel_runs(op: Op) -> tuple[int, int]:
-    return op.attrs["channel_begin"], op.attrs["channels"]
-
-
 @register
 class MaskPack(OpDef):
     """Forward side: bit k = lo < y[k] < hi for a fused-activation output y (1 bit per element)."""

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
 from ..errors import PockError
 from ..ir import Graph, Op, Tensor
 from ..ops import REGISTRY, opdef
@@ -197,6 +195,3 @@ def check_trainable(g: Graph, loss: str) -> None:
     if len(g.inputs) != 1 or len(g.outputs) != 1:
         raise PockError("training needs a model with one input and one output")
 
-
-def coefficient(values) -> np.ndarray:
-    return np.asarray(values, np.float64).astype(np.float32)

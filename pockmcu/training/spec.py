@@ -47,7 +47,6 @@ class LayerUpdate:
     index: int                     # among parameterized ops
     bias: bool = False
     channels: int = 0              # trainable input channels of the weights (0 = weights frozen)
-    channel_begin: int = 0
     total_channels: int = 0
 
 
