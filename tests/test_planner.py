@@ -131,7 +131,7 @@ def test_plan_uses_exact_search_on_small_plans():
 # -- in-place sharing ---------------------------------------------------------------------------
 
 def test_only_elementwise_kernels_may_share_an_input():
-    assert {k for k, d in REGISTRY.items() if d.may_share_input} == {"ADD", "ADD_F32"}
+    assert {k for k, d in REGISTRY.items() if d.may_share_input} == {"ADD", "ADD_F32", "HARD_SWISH", "HARD_SWISH_GRAD"}
 
 
 def test_add_writes_over_its_dying_input():
