@@ -10,16 +10,20 @@ axis).
 Parameter functions take the float32 tensor scales as stored in the model and
 reproduce TFLM's Prepare arithmetic, including where it computes in float32
 and where in double.
+
+onnxruntime's numerics (float32 requantization emulated with integers, its
+float32 pooling and softmax) are in pockmcu.fixedpoint_ort; the small integer
+helpers both use are in pockmcu.intmath.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import math
 from typing import Iterable
 
 import numpy as np
+
+from .intmath import as_result, i64, is_scalar, wrap32
 
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
@@ -73,38 +77,19 @@ def _round_half_away(v: float) -> int:
     return i + 1 if v - i >= 0.5 else i
 
 
-def _i64(x) -> np.ndarray:
-    return np.asarray(x, dtype=np.int64)
-
-
-def _wrap32(x) -> np.ndarray:
-    """Two's complement wrap of int64 values to the int32 range (as int64)."""
-    x = _i64(x)
-    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
 def _shl_wrap32(x, shift) -> np.ndarray:
     """int32 x * (1 << shift) with two's complement wrap, 0 <= shift <= 31."""
-    x = _i64(x)
-    shift = _i64(shift)
+    x = i64(x)
+    shift = i64(shift)
     if np.any(shift < 0) or np.any(shift > 31):
         raise ValueError("left shift must be in [0, 31]")
-    return _wrap32((x & 0xFFFFFFFF) << shift)
+    return wrap32((x & 0xFFFFFFFF) << shift)
 
 
 def _trunc_div_pow2(x, e: int) -> np.ndarray:
     """C/C++ integer division x / 2**e (truncation toward zero)."""
-    x = _i64(x)
+    x = i64(x)
     return np.where(x >= 0, x >> e, -((-x) >> e))
-
-
-def _as_result(v, like_scalar: bool):
-    v = np.asarray(v, dtype=np.int64)
-    return int(v) if like_scalar else v
-
-
-def _is_scalar(*args) -> bool:
-    return all(np.ndim(a) == 0 for a in args)
 
 
 # --------------------------------------------------------------------------
@@ -170,14 +155,14 @@ def calculate_input_radius(input_integer_bits: int, input_left_shift: int,
 
 def saturating_rounding_doubling_high_mul(a, b):
     """gemmlowp SaturatingRoundingDoublingHighMul for int32 (VQRDMULH)."""
-    scalar = _is_scalar(a, b)
-    a = _i64(a)
-    b = _i64(b)
+    scalar = is_scalar(a, b)
+    a = i64(a)
+    b = i64(b)
     ab = a * b
     nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
     res = _trunc_div_pow2(ab + nudge, 31)
     res = np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, res)
-    return _as_result(res, scalar)
+    return as_result(res, scalar)
 
 
 def rounding_divide_by_pot(x, exponent):
@@ -185,22 +170,22 @@ def rounding_divide_by_pot(x, exponent):
 
     exponent in [0, 31]; may be an array broadcast against x.
     """
-    scalar = _is_scalar(x, exponent)
-    x = _i64(x)
-    exponent = _i64(exponent)
+    scalar = is_scalar(x, exponent)
+    x = i64(x)
+    exponent = i64(exponent)
     if np.any(exponent < 0) or np.any(exponent > 31):
         raise ValueError("RoundingDivideByPOT exponent must be in [0, 31]")
     mask = (np.int64(1) << exponent) - 1
     remainder = x & mask
     threshold = (mask >> 1) + (x < 0).astype(np.int64)
     res = (x >> exponent) + (remainder > threshold).astype(np.int64)
-    return _as_result(res, scalar)
+    return as_result(res, scalar)
 
 
 def saturating_rounding_multiply_by_pot(x, exponent: int):
     """gemmlowp SaturatingRoundingMultiplyByPOT<exponent> (int32)."""
-    scalar = _is_scalar(x)
-    x = _i64(x)
+    scalar = is_scalar(x)
+    x = i64(x)
     if exponent == 0:
         res = x
     elif exponent < 0:
@@ -209,7 +194,7 @@ def saturating_rounding_multiply_by_pot(x, exponent: int):
         threshold = (1 << (31 - exponent)) - 1
         res = np.where(x > threshold, INT32_MAX,
                        np.where(x < -threshold, INT32_MIN, _shl_wrap32(x, exponent)))
-    return _as_result(res, scalar)
+    return as_result(res, scalar)
 
 
 def multiply_by_quantized_multiplier(x, mult, shift):
@@ -219,48 +204,48 @@ def multiply_by_quantized_multiplier(x, mult, shift):
     the left shift wrapping like the int32 C++ multiply. mult/shift broadcast
     (per-channel along the last axis for NHWC tensors).
     """
-    scalar = _is_scalar(x, mult, shift)
-    x = _wrap32(x)
-    mult = _i64(mult)
-    shift = _i64(shift)
+    scalar = is_scalar(x, mult, shift)
+    x = wrap32(x)
+    mult = i64(mult)
+    shift = i64(shift)
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
     res = rounding_divide_by_pot(
         saturating_rounding_doubling_high_mul(_shl_wrap32(x, left), mult), right)
-    return _as_result(res, scalar)
+    return as_result(res, scalar)
 
 
 def multiply_by_quantized_multiplier_smaller_than_one_exp(x, mult, left_shift):
     """TFLM MultiplyByQuantizedMultiplierSmallerThanOneExp (left_shift <= 0)."""
-    scalar = _is_scalar(x, mult, left_shift)
-    left_shift = _i64(left_shift)
+    scalar = is_scalar(x, mult, left_shift)
+    left_shift = i64(left_shift)
     if np.any(left_shift > 0):
         raise ValueError("left_shift must be <= 0")
     res = rounding_divide_by_pot(
-        saturating_rounding_doubling_high_mul(_wrap32(x), mult), -left_shift)
-    return _as_result(res, scalar)
+        saturating_rounding_doubling_high_mul(wrap32(x), mult), -left_shift)
+    return as_result(res, scalar)
 
 
 def multiply_by_quantized_multiplier_greater_than_one(x, mult, left_shift):
     """TFLM MultiplyByQuantizedMultiplierGreaterThanOne (left_shift >= 0)."""
-    scalar = _is_scalar(x, mult, left_shift)
-    res = saturating_rounding_doubling_high_mul(_shl_wrap32(_wrap32(x), left_shift), mult)
-    return _as_result(res, scalar)
+    scalar = is_scalar(x, mult, left_shift)
+    res = saturating_rounding_doubling_high_mul(_shl_wrap32(wrap32(x), left_shift), mult)
+    return as_result(res, scalar)
 
 
 def _exp_on_interval_between_negative_one_quarter_and_0_excl(a):
-    a = _i64(a)
+    a = i64(a)
     constant_term = 1895147668  # exp(-1/8), Q0.31
     constant_1_over_3 = 715827883
     srdhm = saturating_rounding_doubling_high_mul
-    x = _wrap32(a + (1 << 28))
+    x = wrap32(a + (1 << 28))
     x2 = srdhm(x, x)
     x3 = srdhm(x2, x)
     x4 = srdhm(x2, x2)
     x4_over_4 = rounding_divide_by_pot(x4, 2)
     poly = rounding_divide_by_pot(
-        _wrap32(srdhm(_wrap32(x4_over_4 + x3), constant_1_over_3) + x2), 1)
-    return _wrap32(constant_term + srdhm(constant_term, _wrap32(x + poly)))
+        wrap32(srdhm(wrap32(x4_over_4 + x3), constant_1_over_3) + x2), 1)
+    return wrap32(constant_term + srdhm(constant_term, wrap32(x + poly)))
 
 
 _EXP_BARREL = (
@@ -279,15 +264,15 @@ def exp_on_negative_values(a, integer_bits: int):
 
     Returns the raw Q0.31 result.
     """
-    scalar = _is_scalar(a)
-    a = _i64(a)
+    scalar = is_scalar(a)
+    a = i64(a)
     fractional_bits = 31 - integer_bits
     one_quarter = 1 << (fractional_bits - 2)
     mask = one_quarter - 1
     a_mod_quarter_minus_one_quarter = (a & mask) - one_quarter
     result = _exp_on_interval_between_negative_one_quarter_and_0_excl(
         saturating_rounding_multiply_by_pot(a_mod_quarter_minus_one_quarter, integer_bits))
-    remainder = _wrap32(a_mod_quarter_minus_one_quarter - a)
+    remainder = wrap32(a_mod_quarter_minus_one_quarter - a)
     for exponent, multiplier in _EXP_BARREL:
         if integer_bits > exponent:
             bit = 1 << (fractional_bits + exponent)
@@ -298,41 +283,41 @@ def exp_on_negative_values(a, integer_bits: int):
         clamp = -(1 << (36 - integer_bits))
         result = np.where(a < clamp, 0, result)
     result = np.where(a == 0, INT32_MAX, result)
-    return _as_result(result, scalar)
+    return as_result(result, scalar)
 
 
 def one_over_one_plus_x_for_x_in_0_1(a):
     """gemmlowp one_over_one_plus_x_for_x_in_0_1, raw Q0.31 in and out."""
-    scalar = _is_scalar(a)
-    a = _i64(a)
+    scalar = is_scalar(a)
+    a = i64(a)
     srdhm = saturating_rounding_doubling_high_mul
     s = a + INT32_MAX  # RoundingHalfSum(a, One)
     sign = np.where(s >= 0, 1, -1)
     half_denominator = _trunc_div_pow2(s + sign, 1)
-    x = _wrap32(1515870810 + srdhm(half_denominator, -1010580540))
+    x = wrap32(1515870810 + srdhm(half_denominator, -1010580540))
     for _ in range(3):
         half_denominator_times_x = srdhm(half_denominator, x)
-        one_minus = _wrap32((1 << 29) - half_denominator_times_x)
-        x = _wrap32(x + saturating_rounding_multiply_by_pot(srdhm(x, one_minus), 2))
-    return _as_result(saturating_rounding_multiply_by_pot(x, 1), scalar)
+        one_minus = wrap32((1 << 29) - half_denominator_times_x)
+        x = wrap32(x + saturating_rounding_multiply_by_pot(srdhm(x, one_minus), 2))
+    return as_result(saturating_rounding_multiply_by_pot(x, 1), scalar)
 
 
 def logistic_fixed(a, integer_bits: int):
     """gemmlowp logistic for FixedPoint<int32, integer_bits>; raw Q0.31 out."""
-    scalar = _is_scalar(a)
-    a = _i64(a)
+    scalar = is_scalar(a)
+    a = i64(a)
     positive = a > 0
-    abs_input = np.where(positive, a, _wrap32(-a))
+    abs_input = np.where(positive, a, wrap32(-a))
     result_if_positive = one_over_one_plus_x_for_x_in_0_1(
-        exp_on_negative_values(_wrap32(-abs_input), integer_bits))
-    result_if_negative = _wrap32(INT32_MAX - result_if_positive)
+        exp_on_negative_values(wrap32(-abs_input), integer_bits))
+    result_if_negative = wrap32(INT32_MAX - result_if_positive)
     res = np.where(a == 0, 1 << 30,
                    np.where(positive, result_if_positive, result_if_negative))
-    return _as_result(res, scalar)
+    return as_result(res, scalar)
 
 
 def _clz32(x) -> np.ndarray:
-    x = _i64(x) & 0xFFFFFFFF
+    x = i64(x) & 0xFFFFFFFF
     bitlen = np.zeros(x.shape, dtype=np.int64)
     for k in range(32):
         bitlen += (x >= (np.int64(1) << k)).astype(np.int64)
@@ -341,15 +326,15 @@ def _clz32(x) -> np.ndarray:
 
 def get_reciprocal(x, x_integer_digits: int):
     """TFLM GetReciprocal -> (shifted_scale raw Q0.31, num_bits_over_unit)."""
-    scalar = _is_scalar(x)
-    x = _i64(x)
+    scalar = is_scalar(x)
+    x = i64(x)
     headroom_plus_one = _clz32(x)
     num_bits_over_unit = x_integer_digits - headroom_plus_one
     shifted = ((x & 0xFFFFFFFF) << np.minimum(headroom_plus_one, 31)) & 0xFFFFFFFF
     shifted = np.where(headroom_plus_one >= 32, 0, shifted)
-    shifted_sum_minus_one = _wrap32(shifted - (1 << 31))
+    shifted_sum_minus_one = wrap32(shifted - (1 << 31))
     scale = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
-    return _as_result(scale, scalar), _as_result(num_bits_over_unit, scalar)
+    return as_result(scale, scalar), as_result(num_bits_over_unit, scalar)
 
 
 # --------------------------------------------------------------------------
@@ -439,7 +424,7 @@ def mean_adjusted_multiplier(multiplier: int, shift: int, num_elements: int) -> 
     s = min(s, 32)
     s = min(s, 31 + int(shift))
     m = (int(multiplier) << s) // num  # both non-negative: same as C++ '/'
-    m = int(_wrap32(m))  # static_cast<int32_t>
+    m = int(wrap32(m))  # static_cast<int32_t>
     return m, int(shift) - s
 
 
@@ -528,7 +513,7 @@ def activation_range(act: str, out_scale: float, out_zp: int) -> tuple[int, int]
 
 def softmax_s8(x, mult: int, left_shift: int, diff_min: int) -> np.ndarray:
     """TFLM reference_ops::Softmax<int8_t, int8_t> over the last axis."""
-    x = _i64(x)
+    x = i64(x)
     max_in_row = x.max(axis=-1, keepdims=True)
     diff = x - max_in_row
     valid = diff >= diff_min
@@ -536,7 +521,7 @@ def softmax_s8(x, mult: int, left_shift: int, diff_min: int) -> np.ndarray:
         np.where(valid, diff, 0), mult, left_shift)
     exp_q0 = exp_on_negative_values(rescaled, 5)
     exp_q12 = rounding_divide_by_pot(exp_q0, 12)  # Rescale<12>
-    sum_of_exps = _wrap32(np.where(valid, exp_q12, 0).sum(axis=-1, keepdims=True))
+    sum_of_exps = wrap32(np.where(valid, exp_q12, 0).sum(axis=-1, keepdims=True))
     shifted_scale, num_bits_over_unit = get_reciprocal(sum_of_exps, 12)
     exponent = num_bits_over_unit + 31 - 8
     if np.any(exponent < 0):
@@ -556,7 +541,7 @@ def softmax_s8(x, mult: int, left_shift: int, diff_min: int) -> np.ndarray:
 
 def logistic_s8(x, params: dict) -> np.ndarray:
     """TFLM reference_integer_ops::Logistic (int8); params from logistic_params."""
-    x = _i64(x)
+    x = i64(x)
     zp = params["input_zero_point"]
     radius = params["input_range_radius"]
     inp = x - zp
@@ -574,8 +559,8 @@ def logistic_s8(x, params: dict) -> np.ndarray:
 
 def add_s8(a, b, params: dict, act_min: int = -128, act_max: int = 127) -> np.ndarray:
     """TFLM int8 ADD (AddFunc), numpy broadcasting of a and b."""
-    a = _i64(a)
-    b = _i64(b)
+    a = i64(a)
+    b = i64(b)
     a, b = np.broadcast_arrays(a, b)
     ls = params["left_shift"]
     sa = _shl_wrap32(a + params["input1_offset"], ls)
@@ -584,8 +569,8 @@ def add_s8(a, b, params: dict, act_min: int = -128, act_max: int = 127) -> np.nd
         sa, params["input1_multiplier"], params["input1_shift"])
     sb = multiply_by_quantized_multiplier_smaller_than_one_exp(
         sb, params["input2_multiplier"], params["input2_shift"])
-    raw_sum = _wrap32(sa + sb)
-    raw_out = _wrap32(multiply_by_quantized_multiplier_smaller_than_one_exp(
+    raw_sum = wrap32(sa + sb)
+    raw_out = wrap32(multiply_by_quantized_multiplier_smaller_than_one_exp(
         raw_sum, params["output_multiplier"], params["output_shift"]) + params["output_offset"])
     return np.clip(raw_out, act_min, act_max).astype(np.int8)
 
@@ -597,7 +582,7 @@ def mean_s8(x, axes: Iterable[int] | int, keep_dims: bool, params: dict) -> np.n
     multiplier, shift). Any axes (negative and duplicate axes resolved like
     TFLM's ResolveAxis).
     """
-    x = _i64(x)
+    x = i64(x)
     if np.ndim(axes) == 0:
         axes = [int(axes)]
     resolved: list[int] = []
@@ -616,9 +601,9 @@ def mean_s8(x, axes: Iterable[int] | int, keep_dims: bool, params: dict) -> np.n
         num *= x.shape[ax]
     if x.size == 0 or num == 0:
         return np.zeros(out_shape, dtype=np.int8)
-    total = _wrap32(x.sum(axis=tuple(resolved), keepdims=True))
+    total = wrap32(x.sum(axis=tuple(resolved), keepdims=True))
     mult, shift = mean_adjusted_multiplier(params["multiplier"], params["shift"], num)
-    shifted_sum = _wrap32(total - params["input_zero_point"] * num)
+    shifted_sum = wrap32(total - params["input_zero_point"] * num)
     out = multiply_by_quantized_multiplier(shifted_sum, mult, shift) + params["output_zero_point"]
     out = np.clip(out, -128, 127).astype(np.int8)
     return out.reshape(out_shape)
@@ -654,178 +639,5 @@ def quantize_f32_s8(x, scale: float, zp: int) -> np.ndarray:
 
 def dequantize_s8_f32(x, scale: float, zp: int) -> np.ndarray:
     """TFLM Dequantize int8 -> float32: (float)((double)scale * (x - zp))."""
-    x = _i64(x)
+    x = i64(x)
     return (np.float64(_f32(scale)) * (x - int(zp)).astype(np.float64)).astype(np.float32)
-
-
-# --------------------------------------------------------------------------
-# onnxruntime numerics: float32 arithmetic emulated exactly with integers
-# --------------------------------------------------------------------------
-#
-# onnxruntime (MLAS) requantizes an int32 accumulator as
-#     q = RoundHalfEven(float32(float32(acc) * scale)) + zero_point, clamped,
-# with scale = float32(float32(s_x * s_w) / s_y) (MlasRequantizeOutput, QLinearConv's and
-# QGemm's ComputeOutputScale). Each float32 operation rounds to 24 significant bits, half to even.
-# The functions below reproduce those roundings bit for bit with int64 arithmetic; the scale is
-# split at compile time into a 24-bit mantissa and a power of two (scale = m * 2**e).
-
-ORT_SAT = 1 << 15     # |result| is saturated here; every int8 clamp lies well inside
-
-
-def f32_mant_exp(x) -> tuple[np.ndarray, np.ndarray]:
-    """Positive normal float32 values x = m * 2**e with 2**23 <= m < 2**24 (exact), as int32 arrays."""
-    x = np.atleast_1d(np.asarray(x, dtype=np.float32)).astype(np.float64)
-    if np.any(~np.isfinite(x)) or np.any(x <= 0) or np.any(x < np.finfo(np.float32).tiny):
-        raise ValueError("scale must be a positive normal float32")
-    fr, ex = np.frexp(x)                       # x = fr * 2**ex, 0.5 <= fr < 1 (exact in float64)
-    m = (fr * (1 << 24)).astype(np.int64)
-    if np.any(m.astype(np.float64) != fr * (1 << 24)):
-        raise ValueError("not a float32 value")
-    return m.astype(np.int32), (ex - 24).astype(np.int32)
-
-
-def _bitlen(x: np.ndarray) -> np.ndarray:
-    """Bit length of non-negative int64 values below 2**53 (0 for 0)."""
-    return np.where(x > 0, np.frexp(x.astype(np.float64))[1], 0).astype(np.int64)
-
-
-def rne_shr(x, k):
-    """Round(x / 2**k) half to even for int64 x (any sign) and k >= 0 (k <= 62)."""
-    x, k = np.broadcast_arrays(_i64(x), _i64(k))
-    mag = np.abs(x)
-    q = mag >> k
-    rem = mag - (q << k)
-    half = np.where(k > 0, np.int64(1) << np.maximum(k - 1, 0), 1)
-    up = (k > 0) & ((rem > half) | ((rem == half) & ((q & 1) == 1)))
-    q = q + up
-    return np.where(x < 0, -q, q)
-
-
-def requantize_ort(acc, mant, exp):
-    """RoundHalfEven(float32(float32(acc) * (mant * 2**exp))) for int32 acc, exactly, saturated to
-    +-ORT_SAT. mant/exp broadcast (per channel along the last axis).
-
-    float32(acc) = A * 2**ka (A: acc rounded to 24 significant bits); the product A * mant < 2**48 is
-    exact in int64 and is rounded to 24 significant bits, P * 2**kp; the value P * 2**(ka + kp + exp)
-    is then rounded to an integer, half to even (the second rounding, as cvtps2dq does)."""
-    scalar = _is_scalar(acc, mant, exp)
-    acc = _wrap32(acc)
-    ka = np.maximum(_bitlen(np.abs(acc)) - 24, 0)
-    a = rne_shr(acc, ka)
-    p = a * _i64(mant)
-    kp = np.maximum(_bitlen(np.abs(p)) - 24, 0)
-    pp = rne_shr(p, kp)
-    e = ka + kp + _i64(exp)
-    big = (e >= 0) | (_bitlen(np.abs(pp)) + e > 16)
-    r = np.where(big, np.sign(pp) * ORT_SAT, rne_shr(pp, np.clip(-e, 0, 62)))
-    return _as_result(np.clip(r, -ORT_SAT, ORT_SAT), scalar)
-
-
-def ort_output_scales(input_scale: float, filter_scales, output_scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """onnxruntime's requantization scale per channel, float32 (X_scale * W_scale[c]) / Y_scale as
-    QLinearConv / QGemm / QLinearMatMul compute it, as (mantissa, exponent) int32 arrays."""
-    f32 = np.float32
-    ws = np.atleast_1d(np.asarray(filter_scales, dtype=f32))
-    with np.errstate(all="raise"):
-        s = (f32(input_scale) * ws).astype(f32) / f32(output_scale)
-    return f32_mant_exp(s.astype(f32))
-
-
-def ort_requantize_table(s_in: float, zp_in: int, s_out: float, zp_out: int, lo: int = -128, hi: int = 127) -> np.ndarray:
-    """onnxruntime's DequantizeLinear -> QuantizeLinear of every int8 value (int8 domain zero points):
-    d = float32(s_in * (x - zp_in)); q = RoundHalfEven(float32(d / s_out)) + zp_out, clamped to [lo, hi]
-    (MlasQuantizeLinear: divide, clamp, cvtps2dq, add the zero point). Index x + 128."""
-    f32 = np.float32
-    x = np.arange(-128, 128, dtype=np.int64)
-    d = (f32(s_in) * (x - int(zp_in)).astype(f32)).astype(f32)
-    q = np.rint((d / f32(s_out)).astype(f32)).astype(np.float64)
-    return np.clip(q + int(zp_out), max(lo, -128), min(hi, 127)).astype(np.int8)
-
-
-def f32_bits(x) -> np.ndarray:
-    """float32 values -> their IEEE bit patterns (uint32)."""
-    return np.ascontiguousarray(np.asarray(x, dtype=np.float32)).view(np.uint32)
-
-
-def ort_dequantize_table(s_in: float, zp_in: int) -> np.ndarray:
-    """float32(s_in * (x - zp_in)) for every int8 x (index x + 128), as DequantizeLinear computes it."""
-    x = np.arange(-128, 128, dtype=np.int64)
-    return (np.float32(s_in) * (x - int(zp_in)).astype(np.float32)).astype(np.float32)
-
-
-def ort_avgpool(taps, dq: np.ndarray, s_out: float, zp_out_onnx: int, zp_offset: int, act_min: int, act_max: int):
-    """onnxruntime's QLinearAveragePool (contrib_ops/cpu/quantization/qlinear_pool.cc) in numpy float32:
-    y = sum of the dequantized in-bounds taps, in window order; y / count; then
-    nearbyint(float32(y / s_out) + zp) with the zero point in the model's own domain (uint8: +128),
-    clamped. taps yields (int8 values, valid) per tap; dq is ort_dequantize_table."""
-    f32 = np.float32
-    total = count = None
-    for vals, valid in taps:
-        d = dq[vals.astype(np.int64) + 128]
-        if total is None:
-            total = np.zeros(np.broadcast_shapes(d.shape, valid.shape), f32)
-            count = np.zeros(valid.shape, np.int64)
-        total = np.where(valid, (total + d).astype(f32), total)
-        count = count + valid
-    avg = (total / count.astype(f32)).astype(f32)
-    v = ((avg / f32(s_out)).astype(f32) + f32(zp_out_onnx)).astype(f32)
-    q = np.rint(v).astype(np.int64) - int(zp_offset)
-    return np.clip(q, act_min, act_max).astype(np.int8)
-
-
-def _logf(x: float) -> float:
-    """The C library's float32 logf (what onnxruntime's std::log(float) calls), numpy's float32 log without one."""
-
-    name = ctypes.util.find_library("m")
-    if name:
-        try:
-            logf = ctypes.CDLL(name).logf
-            logf.restype, logf.argtypes = ctypes.c_float, [ctypes.c_float]
-            return float(logf(x))
-        except (OSError, AttributeError):
-            pass
-    return float(np.log(np.float32(x)))
-
-
-def ort_softmax_table(x_scale: float, row: int, qlinear: bool = True) -> np.ndarray:
-    """Exponentials of the 256 possible differences x - max(row), entry 255 - (max - x), as float32.
-
-    qlinear: QLinearSoftmax's own table (contrib_ops/cpu/quantization/qlinear_softmax.cc,
-    QlinearBuildLookupTableUint32 with float entries): bit_shift = log(FLT_MAX / row) (quotient and log in
-    float32: C++ picks std::log(float); measured), minus 5 reserve bits, over x_scale; entry i = float32(exp((i - 255 +
-    bit_shift) * x_scale)) in double. Otherwise float32(exp((i - 255) * x_scale)), standing in for the float
-    Softmax onnxruntime runs between DequantizeLinear and QuantizeLinear when it does not fuse them."""
-    xs = float(np.float32(x_scale))
-    bit_shift = 0.0
-    if qlinear:
-        fmax = np.float32(np.finfo(np.float32).max)
-        bit_shift = _logf(float(np.float32(fmax / np.float32(row))))
-        bit_shift = max(0.0, bit_shift - 5.0) / xs
-    return np.array([math.exp((i - 255 + bit_shift) * xs) for i in range(256)], dtype=np.float64).astype(np.float32)
-
-
-def ort_softmax(x, table: np.ndarray, y_scale: float, zp_onnx: int, uint8: bool, qlinear: bool = True) -> np.ndarray:
-    """Softmax over the last axis in numpy float32, t = table[255 - max + x], vsum = t summed in row order.
-
-    qlinear (QLinearSoftmax): q = nearbyint(float32(float32(t * floor(1 / y_scale)) / vsum)) + zp (the
-    model's domain), saturated (uint8: min(q, 255) - 128; int8: min(q, 127), measured on onnxruntime 1.31: a
-    probability of 1 with scale 1/256 and zero point -128 gives 127). Otherwise (float Softmax, then QuantizeLinear):
-    p = t * float32(1 / vsum),
-    q = nearbyint(float32(p / y_scale)) + zp, saturated."""
-    f32 = np.float32
-    x = _i64(x)
-    t = table[255 - x.max(axis=-1, keepdims=True) + x]
-    vsum = np.zeros(t.shape[:-1] + (1,), f32)
-    for k in range(t.shape[-1]):
-        vsum = (vsum + t[..., k:k + 1]).astype(f32)
-    if not qlinear:
-        p = (t * (f32(1.0) / vsum).astype(f32)).astype(f32)
-        q = np.rint((p / f32(y_scale)).astype(f32)).astype(np.int64) + int(zp_onnx)
-        lo = 0 if uint8 else -128
-        return (np.clip(q, lo, lo + 255) - (128 if uint8 else 0)).astype(np.int8)
-    ys = f32(np.floor(f32(1.0) / f32(y_scale)))
-    v = ((t * ys).astype(f32) / vsum).astype(f32)
-    q = np.rint(v).astype(np.int64) + int(zp_onnx)
-    if uint8:
-        return (np.minimum(q, 255) - 128).astype(np.int8)
-    return np.clip(q, -128, 127).astype(np.int8)

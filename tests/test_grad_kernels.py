@@ -673,6 +673,7 @@ def check_conv_split(k: TK, rng, n_iter):
     update on the head rows (filter dims {O, KH, KW, head_c}, begin 0) equals the update of those
     channels in the full tensor, RNG stream included."""
     from pockmcu import fixedpoint as fp
+    from pockmcu import fixedpoint_ort
 
     for it in range(n_iter):
         g, n, cin, co, zp, s_x, x, w, fs, go = _conv_case(rng, ch_max=9)
@@ -686,7 +687,7 @@ def check_conv_split(k: TK, rng, n_iter):
         act = (-128, 127) if rng.random() < 0.5 else (int(rng.integers(-128, 0)), int(rng.integers(0, 128)))
         for ort in (0, 1):
             if ort:
-                mult, shift = fp.ort_output_scales(s_x, fs, s_y)
+                mult, shift = fixedpoint_ort.ort_output_scales(s_x, fs, s_y)
             else:
                 mult, shift = (np.array(v, np.int32) for v in zip(*(fp.quantize_multiplier(s_x * float(f) / s_y)
                                                                      for f in fs)))

@@ -3,7 +3,7 @@
 onnxruntime requantizes with float32 operations (MLAS: RoundHalfEven(float32(float32(acc) * scale)),
 QLinearAveragePool and QLinearSoftmax in float32). pockmcu reproduces them with integers only:
 
-* pockmcu.fixedpoint.requantize_ort (numpy, int64) against numpy float32 itself, on random and
+* pockmcu.fixedpoint_ort.requantize_ort (numpy, int64) against numpy float32 itself, on random and
   edge cases: ties (dyadic scales make acc * scale land exactly on k + 0.5), accumulators beyond
   2**24 (where float32(acc) rounds), tiny and large scales, saturation;
 * the C versions (pockmcu_requantize_ort and the pockmcu_f32_* add / mul / div / rint on IEEE bit
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from pockmcu import fixedpoint as fp  # noqa: E402
+from pockmcu import fixedpoint_ort as ort  # noqa: E402
 
 KERNELS = REPO / "kernels_c"
 F32 = np.float32
@@ -88,14 +88,14 @@ class Shim:
         return out.astype(np.int64)
 
     def binary(self, name, a, b):
-        a, b = (np.ascontiguousarray(fp.f32_bits(v)) for v in (a, b))
+        a, b = (np.ascontiguousarray(ort.f32_bits(v)) for v in (a, b))
         out = np.empty_like(a)
         getattr(self.lib, f"shim_f32_{name}")(self._p("uint32_t", a), self._p("uint32_t", b),
                                               self._p("uint32_t", out), a.size)
         return out
 
     def rint(self, a):
-        a = np.ascontiguousarray(fp.f32_bits(a))
+        a = np.ascontiguousarray(ort.f32_bits(a))
         out = np.empty(a.shape, np.int32)
         self.lib.shim_f32_rint(self._p("uint32_t", a), self._p("int32_t", out), a.size)
         return out.astype(np.int64)
@@ -133,7 +133,7 @@ def requant_cases(seed: int = 0):
 
 def float32_requant(acc, scale):
     v = np.rint((acc.astype(F32) * scale).astype(F32)).astype(np.float64)
-    return np.clip(v, -fp.ORT_SAT, fp.ORT_SAT).astype(np.int64)
+    return np.clip(v, -ort.ORT_SAT, ort.ORT_SAT).astype(np.int64)
 
 
 def float_cases(seed: int = 1, n: int = 200_000):
@@ -171,7 +171,7 @@ def check_float_ops(shim: Shim) -> int:
         if name == "div":
             ok &= b != 0
         got = shim.binary(name, a[ok], b[ok])
-        exp = fp.f32_bits(want[ok])
+        exp = ort.f32_bits(want[ok])
         bad = np.flatnonzero(got != exp)
         assert bad.size == 0, (f"{name}: {bad.size} of {ok.sum()} differ, e.g. {a[ok][bad[:3]]!r} {b[ok][bad[:3]]!r} "
                                f"-> {got[bad[:3]].view(F32)!r}, want {want[ok][bad[:3]]!r}")
@@ -181,13 +181,13 @@ def check_float_ops(shim: Shim) -> int:
     assert np.array_equal(shim.rint(r), want), "rint"
     ints = np.concatenate([np.random.default_rng(3).integers(-2**31, 2**31, 100_000),
                            [0, 1, -1, 2**24 + 1, 2**31 - 1, -2**31]]).astype(np.int32)
-    assert np.array_equal(shim.from_int(ints), fp.f32_bits(ints.astype(F32))), "from_int"
+    assert np.array_equal(shim.from_int(ints), ort.f32_bits(ints.astype(F32))), "from_int"
     return checked
 
 
 def check_requantize(shim: Shim) -> None:
     acc, scale = requant_cases()
-    m, e = fp.f32_mant_exp(scale)
+    m, e = ort.f32_mant_exp(scale)
     want = float32_requant(acc, scale)
     assert np.array_equal(shim.requantize_ort(acc, m, e), want)
 
@@ -197,19 +197,19 @@ def check_requantize(shim: Shim) -> None:
 
 def test_requantize_ort_equals_float32_numpy():
     acc, scale = requant_cases()
-    m, e = fp.f32_mant_exp(scale)
-    assert np.array_equal(fp.f32_mant_exp(scale)[0].astype(np.float64) * 2.0 ** e, scale.astype(np.float64))
-    got = fp.requantize_ort(acc, m, e)
+    m, e = ort.f32_mant_exp(scale)
+    assert np.array_equal(ort.f32_mant_exp(scale)[0].astype(np.float64) * 2.0 ** e, scale.astype(np.float64))
+    got = ort.requantize_ort(acc, m, e)
     want = float32_requant(acc, scale)
     bad = np.flatnonzero(got != want)
     assert bad.size == 0, f"{bad.size} of {acc.size} differ: acc {acc[bad[:5]]}, scale {scale[bad[:5]]}"
     # the cases really exercise the hard parts
     prod = (acc.astype(F32) * scale).astype(F32)
-    ties = np.abs(prod) < fp.ORT_SAT
+    ties = np.abs(prod) < ort.ORT_SAT
     ties &= (prod - np.floor(prod)) == F32(0.5)
     assert ties.sum() > 1000, f"only {ties.sum()} exact ties"
     assert (np.abs(acc) > 2**24).sum() > 50_000
-    assert (np.abs(want) == fp.ORT_SAT).sum() > 1000
+    assert (np.abs(want) == ort.ORT_SAT).sum() > 1000
 
 
 def test_c_requantize_and_float32_ops_are_exact(tmp_path):
@@ -226,10 +226,10 @@ def test_c_emulation_under_sanitizers(tmp_path):
 
 def test_ort_tables_are_what_onnxruntime_computes():
     """QLinearSoftmax's table entry 255 is exp(bit_shift * s): below FLT_MAX / row by the 5 reserve bits."""
-    t = fp.ort_softmax_table(0.05, 10)
+    t = ort.ort_softmax_table(0.05, 10)
     assert t.dtype == np.float32 and np.all(np.diff(t.astype(np.float64)) > 0)
     assert np.isclose(float(t[255]) * 10 * np.exp(5.0), float(np.finfo(np.float32).max), rtol=1e-5)
-    assert np.array_equal(fp.ort_dequantize_table(0.1, 3), (F32(0.1) * (np.arange(-128, 128) - 3).astype(F32)))
+    assert np.array_equal(ort.ort_dequantize_table(0.1, 3), (F32(0.1) * (np.arange(-128, 128) - 3).astype(F32)))
 
 
 if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--sanitized-run":
@@ -262,9 +262,9 @@ def test_softmax_emulation_against_onnxruntime():
     output scales 1/256 and 1/255. onnxruntime fuses it into QLinearSoftmax at its default optimization level
     (emulated exactly) and runs MLAS's float Softmax at ORT_ENABLE_BASIC (emulated from an exp table; float32
     exp and summation order differ, so a few outputs may differ by 1)."""
-    import onnxruntime as ort
+    import onnxruntime
 
-    level = ort.GraphOptimizationLevel
+    level = onnxruntime.GraphOptimizationLevel
     rng = np.random.default_rng(0)
     bad = {True: 0, False: 0}
     total = 0
@@ -277,11 +277,11 @@ def test_softmax_emulation_against_onnxruntime():
         model = _softmax_model(xs, xzp, ys, -128, n)
         total += x.size
         for qlinear, lvl in ((True, level.ORT_ENABLE_ALL), (False, level.ORT_ENABLE_BASIC)):
-            so = ort.SessionOptions()
+            so = onnxruntime.SessionOptions()
             so.log_severity_level = 3
             so.graph_optimization_level = lvl
-            want = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-            got = fp.ort_softmax(x, fp.ort_softmax_table(xs, n, qlinear), ys, -128, False, qlinear)
+            want = onnxruntime.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+            got = ort.ort_softmax(x, ort.ort_softmax_table(xs, n, qlinear), ys, -128, False, qlinear)
             d = np.abs(got.astype(np.int64) - want.astype(np.int64))
             assert d.max() <= 1
             bad[qlinear] += int((d > 0).sum())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fixedpoint as fp
+from .. import fixedpoint_ort as ort
 from ..ir import Graph, Op
 from .base import OpDef, register
 
@@ -46,14 +47,14 @@ class Softmax(OpDef):
         x = g.t(op.inputs[0])
         op.attrs["mult"], op.attrs["left_shift"], op.attrs["diff_min"] = fp.softmax_params(x.quant.s, op.attrs["beta"])
         if g.numerics == "onnxruntime" and "qlinear" in op.attrs:
-            op.attrs["ort_table"] = fp.ort_softmax_table(x.quant.s, x.shape[-1], op.attrs["qlinear"])
+            op.attrs["ort_table"] = ort.ort_softmax_table(x.quant.s, x.shape[-1], op.attrs["qlinear"])
             op.attrs["ort_zp_offset"] = int(op.attrs.get("onnx_zp_offset", 0))
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         a = op.attrs
         if "ort_table" in a:
             y = g.t(op.outputs[0])
-            return [fp.ort_softmax(xs[0], a["ort_table"], y.quant.s, y.quant.zp + a["ort_zp_offset"],
+            return [ort.ort_softmax(xs[0], a["ort_table"], y.quant.s, y.quant.zp + a["ort_zp_offset"],
                                    a["ort_zp_offset"] == 128, a["qlinear"])]
         return [fp.softmax_s8(xs[0], a["mult"], a["left_shift"], a["diff_min"])]
 
@@ -61,11 +62,11 @@ class Softmax(OpDef):
         x, y, a = g.t(op.inputs[0]), g.t(op.outputs[0]), op.attrs
         ctx = dict(x=x, y=y, rows=x.size // x.shape[-1], row=x.shape[-1], ort=False, **a)
         if "ort_table" in a:
-            bits = [f"0x{int(b):08x}u" for b in fp.f32_bits(a["ort_table"])]
+            bits = [f"0x{int(b):08x}u" for b in ort.f32_bits(a["ort_table"])]
             ys = np.float32(np.floor(np.float32(1.0) / np.float32(y.quant.scale[0]))) if a["qlinear"] \
                 else np.float32(y.quant.scale[0])
             ctx.update(ort=True, table="\n    " + ",\n    ".join(", ".join(bits[i:i + 8]) for i in range(0, 256, 8)),
-                       ys_bits=int(fp.f32_bits([ys])[0]), zp_onnx=y.quant.zp + a["ort_zp_offset"],
+                       ys_bits=int(ort.f32_bits([ys])[0]), zp_onnx=y.quant.zp + a["ort_zp_offset"],
                        uint8=int(a["ort_zp_offset"] == 128), qlinear=int(a["qlinear"]))
         return ctx
 

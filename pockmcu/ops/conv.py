@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fixedpoint as fp
+from .. import fixedpoint_ort as ort
 from ..ir import Graph, Op, c_ident
 from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, opdef, register, same_or_valid_pads
 from .training_ops import sgd_update
@@ -24,8 +25,8 @@ def requant_params(g: Graph, op: Op) -> tuple[np.ndarray, np.ndarray]:
     x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
     out_ch = y.shape[-1]
     ws = w.quant.scale if w.quant.per_channel else np.full(out_ch, w.quant.scale[0], np.float32)
-    if g.numerics == "onnxruntime":     # float32 scale as mantissa/exponent (fixedpoint.requantize_ort)
-        return fp.ort_output_scales(x.quant.s, ws, y.quant.s)
+    if g.numerics == "onnxruntime":     # float32 scale as mantissa/exponent (fixedpoint_ort.requantize_ort)
+        return ort.ort_output_scales(x.quant.s, ws, y.quant.s)
     mult, shift = zip(*(fp.quantize_multiplier(float(x.quant.s) * float(s) / float(y.quant.s)) for s in ws))
     return np.array(mult, np.int32), np.array(shift, np.int32)
 
@@ -48,7 +49,7 @@ def finish(acc: np.ndarray, op: Op, g: Graph) -> np.ndarray:
     if len(op.inputs) > 2 and op.inputs[2]:
         acc = acc + g.t(op.inputs[2]).data.astype(np.int64)
     a = op.attrs
-    requant = fp.requantize_ort if g.numerics == "onnxruntime" else fp.multiply_by_quantized_multiplier
+    requant = ort.requantize_ort if g.numerics == "onnxruntime" else fp.multiply_by_quantized_multiplier
     out = requant(acc, a["multiplier"], a["shift"]) + g.t(op.outputs[0]).quant.zp
     return np.clip(out, a["act_min"], a["act_max"]).astype(np.int8)
 

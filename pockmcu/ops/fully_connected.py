@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fixedpoint as fp
+from .. import fixedpoint_ort as ort
 from ..ir import Graph, Op
 from .base import SUPPORTED_ACTIVATIONS, OpDef, fused_activation, register
 from .conv import _GradOp, finish, param_backward, weight_scales
@@ -54,9 +55,9 @@ class FullyConnected(OpDef):
     def prepare(self, g: Graph, op: Op) -> None:
         x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
         a = op.attrs
-        if g.numerics == "onnxruntime":     # float32 scale as mantissa/exponent (fixedpoint.requantize_ort)
+        if g.numerics == "onnxruntime":     # float32 scale as mantissa/exponent (fixedpoint_ort.requantize_ort)
             ws = w.quant.scale if w.quant.per_channel else w.quant.scale[:1]
-            pairs = list(zip(*fp.ort_output_scales(x.quant.s, ws, y.quant.s)))
+            pairs = list(zip(*ort.ort_output_scales(x.quant.s, ws, y.quant.s)))
         elif w.quant.per_channel:
             pairs = [fp.quantize_multiplier(float(x.quant.s) * float(s) / float(y.quant.s)) for s in w.quant.scale]
         else:

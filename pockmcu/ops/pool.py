@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fixedpoint as fp
+from .. import fixedpoint_ort as ort
 from ..ir import Graph, Op
 from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, register, same_or_valid_pads
 from .conv import PADDING
@@ -30,29 +31,29 @@ def pool_taps(x: np.ndarray, fh: int, fw: int, stride, pads, out_hw):
             yield xp[sl], mask[sl]
 
 
-# -- onnxruntime numerics: QLinearAveragePool in float32 (fixedpoint.ort_avgpool, pockmcu_avgpool_ort_s8) --
+# -- onnxruntime numerics: QLinearAveragePool in float32 (fixedpoint_ort.ort_avgpool, pockmcu_avgpool_ort_s8) --
 
 def ort_pool_prepare(g: Graph, op: Op) -> None:
     """Compile-time tables of onnxruntime's average pooling: the dequantized value of every int8 input
     and the output scale and zero point as float32 bit patterns (zero point in the model's own domain:
     the frontend records +128 for a uint8 output as onnx_zp_offset)."""
     x, y, a = g.t(op.inputs[0]), g.t(op.outputs[0]), op.attrs
-    a["ort_dq"] = fp.ort_dequantize_table(x.quant.s, x.quant.zp)
+    a["ort_dq"] = ort.ort_dequantize_table(x.quant.s, x.quant.zp)
     a["ort_zp_offset"] = int(a.get("onnx_zp_offset", 0))
     a["ort_zp_onnx"] = y.quant.zp + a["ort_zp_offset"]
 
 
 def ort_pool_reference(g: Graph, op: Op, xs) -> np.ndarray:
     a, y = op.attrs, g.t(op.outputs[0])
-    return fp.ort_avgpool(pool_taps(xs[0], *a["filter"], a["stride"], a["pads"], y.shape[1:3]), a["ort_dq"],
+    return ort.ort_avgpool(pool_taps(xs[0], *a["filter"], a["stride"], a["pads"], y.shape[1:3]), a["ort_dq"],
                           y.quant.s, a["ort_zp_onnx"], a["ort_zp_offset"], a["act_min"], a["act_max"])
 
 
 def ort_pool_context(g: Graph, op: Op, cg) -> dict:
     a, y = op.attrs, g.t(op.outputs[0])
-    bits = [f"0x{int(b):08x}u" for b in fp.f32_bits(a["ort_dq"])]
+    bits = [f"0x{int(b):08x}u" for b in ort.f32_bits(a["ort_dq"])]
     return dict(ort=True, dq_bits="\n    " + ",\n    ".join(", ".join(bits[i:i + 8]) for i in range(0, 256, 8)) + "\n",
-                scale_bits=int(fp.f32_bits(y.quant.scale[:1])[0]), zp_bits=int(fp.f32_bits([a["ort_zp_onnx"]])[0]),
+                scale_bits=int(ort.f32_bits(y.quant.scale[:1])[0]), zp_bits=int(ort.f32_bits([a["ort_zp_onnx"]])[0]),
                 zp_offset=a["ort_zp_offset"])
 
 

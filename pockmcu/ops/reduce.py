@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fixedpoint as fp
+from .. import fixedpoint_ort as ort
 from ..ir import Graph, Op
 from .base import OpDef, opdef, register
 from .conv import weight_scales
@@ -47,14 +48,14 @@ class Mean(OpDef):
             # QLinearGlobalAveragePool: scale = float32(s_in / (s_out * float32(count)))
             n = np.float32(x.shape[1] * x.shape[2])
             scale = np.float32(x.quant.scale[0]) / np.float32(np.float32(y.quant.scale[0]) * n)
-            m, e = fp.f32_mant_exp(scale)
+            m, e = ort.f32_mant_exp(scale)
             op.attrs["q"].update(ort_mant=int(m[0]), ort_exp=int(e[0]))
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         if g.numerics == "onnxruntime":   # RoundHalfEven(float32(float32(sum - zp * count) * scale)) + zp_out
             q, x = op.attrs["q"], xs[0].astype(np.int64)
             acc = x.sum(axis=(1, 2), keepdims=True) - q["input_zero_point"] * x.shape[1] * x.shape[2]
-            out = np.clip(fp.requantize_ort(acc, q["ort_mant"], q["ort_exp"]) + q["output_zero_point"], -128, 127)
+            out = np.clip(ort.requantize_ort(acc, q["ort_mant"], q["ort_exp"]) + q["output_zero_point"], -128, 127)
             return [out.astype(np.int8).reshape((xs[0].shape[0],) + g.t(op.outputs[0]).shape[1:])]
         out = fp.mean_s8(xs[0], (1, 2), op.attrs["keep_dims"], op.attrs["q"])
         return [out.reshape((xs[0].shape[0],) + g.t(op.outputs[0]).shape[1:])]

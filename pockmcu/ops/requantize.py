@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fixedpoint as fp
+from .. import fixedpoint_ort as ort
 from ..ir import Graph, Op
 from .base import SUPPORTED_ACTIVATIONS, OpDef, register, same_or_valid_pads
 from .pool import ort_pool_context, ort_pool_prepare, ort_pool_reference, pool_taps
@@ -50,7 +51,7 @@ class Requantize(OpDef):
         lo, hi = a.get("clamp") or (-128, 127)
         a["act_min"], a["act_max"] = max(int(lo), -128), min(int(hi), 127)
         if g.numerics == "onnxruntime":   # DequantizeLinear -> QuantizeLinear in float32, as a table
-            a["table"] = fp.ort_requantize_table(x.quant.s, x.quant.zp, y.quant.s, y.quant.zp,
+            a["table"] = ort.ort_requantize_table(x.quant.s, x.quant.zp, y.quant.s, y.quant.zp,
                                                  a["act_min"], a["act_max"])
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
