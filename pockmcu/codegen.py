@@ -88,7 +88,7 @@ class CodeGen:
             if t not in names:
                 claim(t, f"output{i}" if len(g.outputs) > 1 else "output")
         for op in g.ops:
-            layer = op.attrs.get("tile_of", op.name)      # the tiles of a streamed layer share its constants
+            layer = op.layer      # the tiles of a streamed layer share its constants
             for k, t in enumerate(op.inputs):
                 if t and t not in names and g.t(t).is_const:
                     claim(t, f"{layer}_{WEIGHT_ROLES.get(k, f'const{k}') if opdef(op.kind).kernel else f'const{k}'}")
@@ -168,10 +168,10 @@ class CodeGen:
         # tile 0 (which declares the arrays they share), wherever the planner put them
         group: dict[str, int] = {}
         for step, op in enumerate(ops):
-            group.setdefault(op.attrs.get("tile_of", op.name), step)
+            group.setdefault(op.layer, step)
         for step, op in enumerate(ops):
             d = opdef(op.kind)
-            rank = (group[op.attrs.get("tile_of", op.name)], op.attrs.get("tile", 0), step)
+            rank = (group[op.layer], (op.tile.index if op.tile else 0), step)
             if d.alias:
                 out.append(dict(step=step, op=op, describe=self.describe(op), decls="", call="", query="",
                                 alias=True, kernel="", decl_rank=rank))
@@ -274,7 +274,7 @@ class CodeGen:
                 role = WEIGHT_ROLES.get(k, "constant") if opdef(op.kind).kernel else "constant"
                 rows.append(dict(name=t, c=self.name(t), ctype=C_TYPES[tensor.dtype], tensor=tensor,
                                  count=data.size, lines=_value_lines(data, tensor.dtype),
-                                 op=op.attrs.get("tile_of", op.name), role=role))
+                                 op=op.layer, role=role))
         return rows
 
     def io(self, names: list[str]) -> list[dict]:

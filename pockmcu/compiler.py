@@ -123,7 +123,7 @@ def load_and_check(path, numerics: str | None = None) -> Graph:
     g.numerics = numerics
     check_supported(g)
     for op in g.ops:
-        opdef(op.kind).prepare(g, op)
+        op.prepared = opdef(op.kind).prepare(g, op)
     return g
 
 

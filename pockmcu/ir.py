@@ -67,14 +67,31 @@ class Tensor:
         return np.dtype(self.dtype)
 
 
+@dataclass(frozen=True)
+class Tile:
+    """What a streamed op is: tile ``index`` of layer ``of`` (stream.py)."""
+
+    of: str
+    index: int
+
+
 @dataclass
 class Op:
     kind: str                        # e.g. "CONV_2D"
     name: str                        # stable, readable, unique
     inputs: list[str]                # tensor names; "" for an absent optional input
     outputs: list[str]
+    #: untyped attributes of the kinds not yet given an ``OpDef.Options`` dataclass
     attrs: dict[str, Any] = field(default_factory=dict)
     location: str = ""               # where it came from, for messages ("op #3 in subgraph 0")
+    options: Any = None              # the kind's typed options (``OpDef.Options``), from the frontend
+    prepared: Any = None             # the kind's compile-time constants (``OpDef.prepare``)
+    tile: Tile | None = None         # set on the tile copies of a streamed layer
+
+    @property
+    def layer(self) -> str:
+        """The name of the layer this op computes (a streamed tile's: its layer's)."""
+        return self.tile.of if self.tile else self.name
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 from .ir import Graph, Op
 from .lifetimes import align, fixed_groups, lifetimes, lower_bound
 from .ops import opdef
+from .ops.base import option_items
 
 #: states kept per depth by the schedule search (the search is exact while fewer exist)
 SCHEDULE_BEAM = 48
@@ -21,7 +22,7 @@ SCHEDULE_BEAM = 48
 def _params_touched(g: Graph, op: Op) -> set[str]:
     """Constant tensors (weights, biases) an op reads or updates, directly or through attrs['layer']."""
     out = {t for t in op.inputs if t and t in g.tensors and g.t(t).is_const}
-    for v in op.attrs.values():
+    for v in option_items(op).values():
         if isinstance(v, str) and v in g.tensors and g.t(v).is_const:
             out.add(v)
         elif isinstance(v, Op):
@@ -63,12 +64,12 @@ def dependencies(g: Graph, ops: list[Op]) -> list[int]:
         for p in ps:
             ptouch.setdefault(p, []).append(i)
         # an op naming a parameter in attrs['weights'] / attrs['bias'] updates it
-        written |= {v for k, v in op.attrs.items() if k in ("weights", "bias") and isinstance(v, str)}
+        written |= {v for k, v in option_items(op).items() if k in ("weights", "bias") and isinstance(v, str)}
     for p in written:
         chain(ptouch.get(p, []))
     # a streamed stage (pockmcu/stream.py) runs tile after tile, each tile's layers in order, so
     # every tile's buffers die before the next tile starts
-    chain([i for i, op in enumerate(ops) if "tile" in op.attrs or op.kind.startswith("TILE_")])
+    chain([i for i, op in enumerate(ops) if op.tile is not None or op.kind.startswith("TILE_")])
     # the loss separates the forward and backward phases
     for li, op in enumerate(ops):
         if opdef(op.kind).role == "loss":

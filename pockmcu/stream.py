@@ -30,9 +30,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .ir import Graph, Op, Tensor
+from .ir import Graph, Op, Tensor, Tile
 from .lifetimes import lifetimes, live_bytes
 from .ops import opdef
+from .ops.base import make_op
 
 #: tile grids tried (rows x columns of the sink); bands (n x 1) stream whole rows
 GRIDS = ((2, 2), (3, 3), (4, 4), (6, 6), (8, 8), (2, 1), (4, 1), (8, 1), (16, 1))
@@ -204,19 +205,21 @@ def apply_stream(g: Graph, st: _Stage, grid: tuple[int, int]) -> tuple[Graph, li
                 name, region = have[x]
                 if region != need:
                     crop = tile_tensor(x, f"{x}/tile{k}_in_{op.name}", need)
-                    new_ops.append(Op(kind="TILE_CROP", name=f"{op.name}_tile{k}_crop", inputs=[name],
-                                      outputs=[crop], attrs=dict(origin=(need[0] - region[0], need[2] - region[2])),
-                                      location=f"streamed {op.location}"))
+                    new_ops.append(make_op("TILE_CROP", f"{op.name}_tile{k}_crop", [name], [crop],
+                                           f"streamed {op.location}", origin=(need[0] - region[0], need[2] - region[2])))
                     name = crop
                 inputs.append(name)
                 pads = _tile_pads(r, need, win)
             y = op.outputs[0]
             out = tile_tensor(y, f"{y}/tile{k}", r)
-            attrs = dict(op.attrs, tile_of=op.name, tile=k)
-            if not win.pointwise:
-                attrs["pads"] = pads
-            new_ops.append(Op(kind=op.kind, name=f"{op.name}_tile{k}", inputs=inputs, outputs=[out], attrs=attrs,
-                              location=f"{op.location}, tile {k + 1} of {len(tiles)}"))
+            # the copy keeps the layer's prepared constants; only its padding is the tile's
+            tiled = replace(op, name=f"{op.name}_tile{k}", inputs=inputs, outputs=[out], attrs=dict(op.attrs),
+                            location=f"{op.location}, tile {k + 1} of {len(tiles)}", tile=Tile(op.name, k))
+            if not win.pointwise and op.prepared is not None:
+                tiled.prepared = replace(op.prepared, pads=pads)
+            elif not win.pointwise:
+                tiled.attrs["pads"] = pads
+            new_ops.append(tiled)
             have[y] = (out, r)
         tile, r = have[st.sink]
         last = k == len(tiles) - 1
@@ -224,11 +227,11 @@ def apply_stream(g: Graph, st: _Stage, grid: tuple[int, int]) -> tuple[Graph, li
         if not last:
             tensors[part] = Tensor(name=part, shape=sink.shape, dtype=sink.dtype, quant=sink.quant)
         if k == 0:
-            paste = Op(kind="TILE_PASTE_FRESH", name=f"{st.sink.split('/')[0]}_paste{k}", inputs=[tile],
-                       outputs=[part], attrs=dict(origin=(r[0], r[2])), location="streamed stage output")
+            paste = make_op("TILE_PASTE_FRESH", f"{st.sink.split('/')[0]}_paste{k}", [tile], [part],
+                            "streamed stage output", origin=(r[0], r[2]))
         else:
-            paste = Op(kind="TILE_PASTE", name=f"{st.sink.split('/')[0]}_paste{k}", inputs=[prev, tile],
-                       outputs=[part], attrs=dict(origin=(r[0], r[2])), location="streamed stage output")
+            paste = make_op("TILE_PASTE", f"{st.sink.split('/')[0]}_paste{k}", [prev, tile], [part],
+                            "streamed stage output", origin=(r[0], r[2]))
         new_ops.append(paste)
         prev = part
     internal = {t for op in layers for t in op.outputs} - {st.sink}

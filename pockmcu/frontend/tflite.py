@@ -138,7 +138,7 @@ def load_tflite(path: str | Path) -> Graph:
             if table is not None and opdef.tflite_options:
                 options = getattr(tflite, opdef.tflite_options)()
                 options.Init(table.Bytes, table.Pos)
-            opdef.parse_tflite(options, op, tensors)
+            op.options = opdef.parse_tflite(options, op, tensors)
         ops.append(op)
 
     inputs = [names[j] for j in sg.InputsAsNumpy()]

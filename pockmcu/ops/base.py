@@ -16,7 +16,7 @@ It keeps together everything the pipeline needs to know about the operator:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 import numpy as np
@@ -60,6 +60,28 @@ def opdef(kind: str) -> "OpDef":
     return REGISTRY[kind]
 
 
+def make_op(kind: str, name: str, inputs: list[str], outputs: list[str], location: str = "", **options) -> Op:
+    """An op of ``kind`` with its options: the kind's ``Options`` dataclass, or for a kind that has
+    none yet the untyped ``attrs``."""
+    d = REGISTRY.get(kind)
+    if d is not None and d.Options is not None:
+        return Op(kind=kind, name=name, inputs=inputs, outputs=outputs, location=location, options=d.Options(**options))
+    return Op(kind=kind, name=name, inputs=inputs, outputs=outputs, attrs=dict(options), location=location)
+
+
+def operand(op: Op, name: str) -> str:
+    """The tensor at the input position ``name`` of the op's kind ("" when absent)."""
+    k = REGISTRY[op.kind].operands.index(name)
+    return op.inputs[k] if k < len(op.inputs) else ""
+
+
+def option_items(op: Op) -> dict:
+    """Every option of an op by name, typed or not (the scheduler scans them for parameters)."""
+    if op.options is not None:
+        return {f.name: getattr(op.options, f.name) for f in fields(op.options)}
+    return dict(op.attrs)
+
+
 class OpDef:
     kind: ClassVar[str] = ""
     tflite_ops: ClassVar[tuple[str, ...]] = ()
@@ -78,6 +100,11 @@ class OpDef:
     c_call: ClassVar[str] = ""
     #: dtypes accepted for (activation) inputs and outputs
     io_dtypes: ClassVar[tuple[str, ...]] = ("int8",)
+    #: the kind's typed options (a frozen dataclass; the frontends and the training builder build
+    #: it with ``make_op``), or None for a kind still described by the untyped ``op.attrs``
+    Options: ClassVar[type | None] = None
+    #: names of the input positions (``operand(op, "weights")`` instead of ``op.inputs[1]``)
+    operands: ClassVar[tuple[str, ...]] = ("input",)
     #: what a training-graph op is to the scheduler: "update" (writes a trainable parameter; kept in
     #: order and, with --no-reorder, deferred to the end), "loss" (the barrier between the forward
     #: and backward phases), or "" (anything else)
@@ -87,8 +114,10 @@ class OpDef:
     #: name of the class in the ``tflite`` package holding this op's builtin options
     tflite_options: ClassVar[str] = ""
 
-    def parse_tflite(self, options: Any, op: Op, tensors: dict) -> None:
-        """Turn the TFLite builtin options object into ``op.attrs``."""
+    def parse_tflite(self, options: Any, op: Op, tensors: dict) -> Any:
+        """The TFLite builtin options object as this kind's ``Options`` (returned), or, for a kind
+        without one, written into ``op.attrs``."""
+
     #: constant-foldable shape arithmetic: ``fold`` returns the output's value
     foldable: ClassVar[bool] = False
 
@@ -108,8 +137,10 @@ class OpDef:
                 problems.append(f"tensor '{name}' has no quantization parameters")
         return problems
 
-    def prepare(self, g: Graph, op: Op) -> None:
-        """Compute compile-time constants into ``op.attrs``."""
+    def prepare(self, g: Graph, op: Op) -> Any:
+        """The compile-time constants (TFLite Micro's Prepare): a typed kind returns them (they
+        become ``op.prepared``); a kind without ``Options`` writes them into ``op.attrs``."""
+
     # -- semantics --------------------------------------------------------------------
     def reference(self, g: Graph, op: Op, xs: list[np.ndarray], rt=None) -> list[np.ndarray]:
         """The op's outputs for the activation inputs ``xs`` ([N, ...] each). ``rt``: the training

@@ -132,7 +132,7 @@ status = {{kernel}}({{ctx}}, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{p
         has_bias = len(op.inputs) > 2 and bool(op.inputs[2])
 
         return dict(params_type="cmsis_nn_conv_params", extra_fields="",
-            q=c_ident(a.get("tile_of", op.name)), declare=a.get("tile", 0) == 0,
+            q=c_ident(op.layer), declare=op.tile is None or op.tile.index == 0,
             x=x, w=w, y=y, pads=a["pads"], stride=a["stride"], dilation=a["dilation"],
             in_offset=-x.quant.zp, out_offset=y.quant.zp, act_min=a["act_min"], act_max=a["act_max"],
             multiplier=cg.int_list(a["multiplier"]), shift=cg.int_list(a["shift"]),

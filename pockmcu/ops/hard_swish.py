@@ -140,12 +140,12 @@ class HardSwish(OpDef):
             return [f"output scale {y.quant.s} is below input scale / 128 ({x.quant.s / 128}); TFLite Micro refuses it"]
         return []
 
-    def prepare(self, g: Graph, op: Op) -> None:
+    def prepare(self, g: Graph, op: Op) -> HardSwishParams:
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-        op.attrs["params"] = hard_swish_params(x.quant.s, x.quant.zp, y.quant.s, y.quant.zp)
+        return hard_swish_params(x.quant.s, x.quant.zp, y.quant.s, y.quant.zp)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        return [hard_swish_s8(xs[0], op.attrs["params"])]
+        return [hard_swish_s8(xs[0], op.prepared)]
 
     def macs(self, g: Graph, op: Op) -> int:
         """None: as for the other element-wise ops, plan.json counts the multiply-accumulates of
@@ -166,7 +166,7 @@ class HardSwish(OpDef):
         tb.add_grad(x, dx)
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        p = op.attrs["params"]
+        p = op.prepared
         return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), p=p, input_offset=-p.input_zero_point)
 
     c_call = """\

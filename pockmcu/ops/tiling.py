@@ -10,6 +10,8 @@ the first tile to the stage's last consumer. Both only move bytes, row by row.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..ir import Graph, Op
@@ -21,56 +23,66 @@ def _rows(t) -> tuple[int, int]:
     return t.shape[2] * t.shape[3], t.shape[3]
 
 
+@dataclass(frozen=True)
+class TileOrigin:
+    """Where a tile sits in the larger tensor: its first row and column."""
+
+    origin: tuple[int, int]
+
+
 @register
 class TileCrop(OpDef):
-    """y = x[:, r0:r0+h, c0:c0+w, :] with (r0, c0) = attrs['origin'] and (h, w) from y's shape."""
+    """y = x[:, r0:r0+h, c0:c0+w, :] with (r0, c0) = options.origin and (h, w) from y's shape."""
 
     kind = "TILE_CROP"
+    Options = TileOrigin
     kernel = "pockmcu_slice_s8"
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        r0, c0 = op.attrs["origin"]
+        r0, c0 = op.options.origin
         _, h, w, _ = g.t(op.outputs[0]).shape
         return [np.ascontiguousarray(xs[0][:, r0:r0 + h, c0:c0 + w, :])]
 
     def describe(self, g: Graph, op: Op) -> str:
         y = g.t(op.outputs[0])
-        r0, c0 = op.attrs["origin"]
+        r0, c0 = op.options.origin
         return (f"TILE_CROP rows {r0}..{r0 + y.shape[1] - 1}, columns {c0}..{c0 + y.shape[2] - 1} of "
                 f"{list(g.t(op.inputs[0]).shape)}")
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
         row, px = _rows(x)
-        r0, c0 = op.attrs["origin"]
+        r0, c0 = op.options.origin
         return dict(x=x, y=y, start=r0 * row, rows=y.shape[1], row=row, offset=c0 * px, chunk=y.shape[2] * px)
 
     c_call = "pockmcu_slice_s8({{ptr(x)}} + {{start}}, {{rows}}, {{row}}, {{offset}}, {{chunk}}, {{ptr(y)}});"
 
 
 class _Paste(OpDef):
-    """out[:, r0:r0+h, c0:c0+w, :] = tile, (r0, c0) = attrs['origin']; the tile is the last input."""
+    """out[:, r0:r0+h, c0:c0+w, :] = tile, (r0, c0) = options.origin; the tile is the last input."""
 
     kernel = "pockmcu_paste_s8"
+
+    Options = TileOrigin
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         y = g.t(op.outputs[0])
         tile = xs[-1]
         out = np.zeros((tile.shape[0],) + y.shape[1:], np.int8) if len(xs) == 1 else xs[0].copy()
-        r0, c0 = op.attrs["origin"]
+        r0, c0 = op.options.origin
         out[:, r0:r0 + tile.shape[1], c0:c0 + tile.shape[2], :] = tile
         return [out]
 
     def describe(self, g: Graph, op: Op) -> str:
         t = g.t(op.inputs[-1])
-        r0, c0 = op.attrs["origin"]
+        r0, c0 = op.options.origin
         return (f"TILE_PASTE {list(t.shape)} at rows {r0}..{r0 + t.shape[1] - 1}, columns "
                 f"{c0}..{c0 + t.shape[2] - 1} of {list(g.t(op.outputs[0]).shape)}")
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         t, y = g.t(op.inputs[-1]), g.t(op.outputs[0])
         row, px = _rows(y)
-        r0, c0 = op.attrs["origin"]
+        r0, c0 = op.options.origin
         return dict(t=t, y=y, start=r0 * row, rows=t.shape[1], row=row, offset=c0 * px, chunk=t.shape[2] * px)
 
     c_call = "pockmcu_paste_s8({{ptr(t)}}, {{rows}}, {{row}}, {{offset}}, {{chunk}}, {{ptr(y)}} + {{start}});"

@@ -88,21 +88,30 @@ def sgd_update(q: np.ndarray, grad: np.ndarray, coef, st: TrainState, key: str, 
     return out
 
 
+@dataclass(frozen=True)
+class MaskRange:
+    """The 1-bit mask keeps output k where lo < y[k] < hi (the fused activation did not clamp it)."""
+
+    lo: int
+    hi: int
+
+
 @register
 class MaskPack(OpDef):
     """Forward side: bit k = lo < y[k] < hi for a fused-activation output y (1 bit per element)."""
 
     kind = "MASK_PACK"
+    Options = MaskRange
     kernel = "pockmcu_mask_pack_s8"
     io_dtypes = ("int8", "uint8")
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         y = xs[0].reshape(xs[0].shape[0], -1)
-        bits = (y > op.attrs["lo"]) & (y < op.attrs["hi"])
+        bits = (y > op.options.lo) & (y < op.options.hi)
         return [np.packbits(bits, axis=1, bitorder="little")]
 
     def c_context(self, g, op, cg):
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), **op.attrs)
+        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), lo=op.options.lo, hi=op.options.hi)
 
     c_call = "pockmcu_mask_pack_s8({{ptr(x)}}, {{x.size}}, {{lo}}, {{hi}}, {{ptr(y)}});"
 

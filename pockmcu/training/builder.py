@@ -25,6 +25,7 @@ from dataclasses import replace
 from ..errors import PockError
 from ..ir import Graph, Op, Tensor
 from ..ops import REGISTRY, opdef
+from ..ops.base import make_op
 from .fusions import fuse_mean_backward
 from .graph import TrainGraph
 from .spec import LayerUpdate, UpdateSpec
@@ -69,7 +70,7 @@ class TrainBuilder:
         return self.new_tensor(name or f"{self.short(of)}_grad", self.g.t(of).shape, "float32")
 
     def emit(self, kind: str, name: str, inputs: list[str], outputs: list[str], **attrs) -> Op:
-        op = Op(kind=kind, name=name, inputs=inputs, outputs=outputs, attrs=attrs, location="training graph")
+        op = make_op(kind, name, inputs, outputs, "training graph", **attrs)
         if opdef(kind).role == "update" and not self.reorder:
             self.deferred.append(op)
         else:
@@ -77,12 +78,12 @@ class TrainBuilder:
         return op
 
     def save_before(self, fwd: Op, kind: str, name: str, inputs, outputs, **attrs) -> Op:
-        op = Op(kind=kind, name=name, inputs=inputs, outputs=outputs, attrs=attrs, location="training graph")
+        op = make_op(kind, name, inputs, outputs, "training graph", **attrs)
         self.before.setdefault(fwd.name, []).append(op)
         return op
 
     def save_after(self, fwd: Op, kind: str, name: str, inputs, outputs, **attrs) -> Op:
-        op = Op(kind=kind, name=name, inputs=inputs, outputs=outputs, attrs=attrs, location="training graph")
+        op = make_op(kind, name, inputs, outputs, "training graph", **attrs)
         self.after.setdefault(fwd.name, []).append(op)
         return op
 
@@ -185,7 +186,7 @@ def build_training(g: Graph, spec: UpdateSpec, loss: str, reorder: bool = True, 
     for op in tg.schedule[tg.n_forward:]:
         if op.kind not in REGISTRY:
             raise PockError(f"internal: no definition for training op {op.kind}")
-        opdef(op.kind).prepare(tg.graph, op)
+        op.prepared = opdef(op.kind).prepare(tg.graph, op)
     return tg
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from ... import fixedpoint as fp
 from ...errors import PockError
 from ...ir import Op, Quant, Tensor
+from ...ops.base import make_op
 from .layout import Layout, inverse, relative_perm
 from .values import FLOAT_INPUT_OK, NAMED_ACTIVATIONS, Act, Deq, Pending, copy_quant, int_range, same_quant, shift_zp
 
@@ -75,8 +76,7 @@ class Builder:
 
     def add_op(self, kind: str, inputs: list[str], outputs: list[str], **attrs) -> Op:
         """Append an op (named for now; convert.rename_ops numbers the survivors of pruning)."""
-        op = Op(kind=kind, name=f"op{len(self.ops)}", inputs=inputs, outputs=outputs, attrs=dict(attrs),
-                location=self.where())
+        op = make_op(kind, f"op{len(self.ops)}", inputs, outputs, self.where(), **attrs)
         self.ops.append(op)
         return op
 
