@@ -6,7 +6,7 @@
  * RoundHalfEven(float32(float32(acc) * scale)), the kernels do the same exactly with integers
  * (pockmcu_requantize_ort in pockmcu_nn_support_ort.h): multiplier/shift hold the float32 scale as a
  * 24-bit mantissa m (2^23 <= m < 2^24) and an exponent e, scale = m * 2^e
- * (pockmcu.fixedpoint.f32_mant_exp). Where onnxruntime computes in float32 (average pooling, softmax,
+ * (pockmcu.fixedpoint_ort.f32_mant_exp). Where onnxruntime computes in float32 (average pooling, softmax,
  * DequantizeLinear -> QuantizeLinear), the float32 operations are done on IEEE bit patterns with
  * integers (pockmcu_f32_*) or tabulated at compile time. None of them needs scratch memory.
  */
@@ -200,7 +200,7 @@ arm_cmsis_nn_status pockmcu_mean_ort_s8(const cmsis_nn_dims *input_dims,
  * @brief Element-wise int8 to int8 function by table look-up: output[i] = table[input[i] + 128].
  *
  * The table holds a function computed at compile time for every int8 value, e.g. onnxruntime's
- * DequantizeLinear -> QuantizeLinear in float32, clamp included (pockmcu.fixedpoint.ort_requantize_table).
+ * DequantizeLinear -> QuantizeLinear in float32, clamp included (pockmcu.fixedpoint_ort.ort_requantize_table).
  *
  * @param[in]      input_data     Input, int8 [size].
  * @param[in]      size           Number of elements.
@@ -258,7 +258,7 @@ arm_cmsis_nn_status pockmcu_avgpool_ort_s8(const cmsis_nn_pool_params *pool_para
  * @param[in]      num_rows       Number of rows.
  * @param[in]      row_size       Elements per row (the softmax axis).
  * @param[in]      exp_table      float32 bit patterns [256] made at compile time
- *                                (pockmcu.fixedpoint.ort_softmax_table).
+ *                                (pockmcu.fixedpoint_ort.ort_softmax_table).
  * @param[in]      y_scale_bits   float32 bit pattern of floor(1 / output scale) (qlinear) or of the output scale.
  * @param[in]      zp_onnx        Output zero point in the model's own domain.
  * @param[in]      is_uint8       Nonzero if the model's output type is uint8.

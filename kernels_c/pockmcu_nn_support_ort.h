@@ -2,7 +2,7 @@
  * pockmcu_nn_support_ort.h - onnxruntime's float32 arithmetic emulated exactly with integers.
  *
  * MLAS's requantization RoundHalfEven(float32(float32(acc) * scale)) (pockmcu_requantize_ort, mirroring
- * pockmcu.fixedpoint.requantize_ort), and float32 add / multiply / divide / round-to-integer on IEEE bit
+ * pockmcu.fixedpoint_ort.requantize_ort), and float32 add / multiply / divide / round-to-integer on IEEE bit
  * patterns (pockmcu_f32_*), each correctly rounded, for the ops onnxruntime computes in float32. Bit-exact
  * on every target, with or without an FPU.
  */
@@ -16,7 +16,7 @@
 /* ---- onnxruntime numerics: float32 roundings emulated exactly with integers ----
  * MLAS requantizes an int32 accumulator as RoundHalfEven(float32(float32(acc) * scale));
  * scale = mant * 2^exp with 2^23 <= mant < 2^24 is split at compile time. Mirrors
- * pockmcu.fixedpoint.requantize_ort; results saturate to +-POCKMCU_ORT_SAT. */
+ * pockmcu.fixedpoint_ort.requantize_ort; results saturate to +-POCKMCU_ORT_SAT. */
 #define POCKMCU_ORT_SAT 32768
 
 /* Number of significant bits of x (0 for 0). */

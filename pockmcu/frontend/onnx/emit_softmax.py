@@ -69,7 +69,7 @@ def emit_softmax(cx: Builder, p: Pending, out: str, q: Quant, dtype: str) -> Act
         raise cx.err("Relu/Clip after Softmax")
     if cx.numerics == "onnxruntime":
         # onnxruntime's float32 arithmetic produces the model's output quantization directly: QLinearSoftmax,
-        # or a float Softmax where its graph optimizer leaves one (pockmcu.fixedpoint.ort_softmax)
+        # or a float Softmax where its graph optimizer leaves one (pockmcu.fixedpoint_ort.ort_softmax)
         fused = not (cx.node.op_type == "Softmax" and cx.node.name in cx.ort_float_nodes)
         y = cx.tensor(out, cx.tensors[xin].shape, "int8", q)
         cx.add_op("SOFTMAX", [xin], [y], **softmax_ir_attrs((fused, dtype)))
