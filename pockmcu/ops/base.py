@@ -82,6 +82,23 @@ def option_items(op: Op) -> dict:
     return dict(op.attrs)
 
 
+def data_items(op: Op) -> dict:
+    """Options and prepared constants of an op by name, typed or not (for comparisons in tests)."""
+    items = option_items(op)
+    if op.prepared is not None and hasattr(op.prepared, "__dataclass_fields__"):
+        items.update({f.name: getattr(op.prepared, f.name) for f in fields(op.prepared)})
+    return items
+
+
+def clamp_range(op: Op) -> tuple[int, int]:
+    """The int8 range an op's output is clamped to by its fused activation (-128..127 without one):
+    where the straight-through gradient is cut. Typed kinds keep it as ``prepared.act_min/act_max``."""
+    p = op.prepared
+    if p is not None and hasattr(p, "act_min"):
+        return int(p.act_min), int(p.act_max)
+    return int(op.attrs.get("act_min", -128)), int(op.attrs.get("act_max", 127))
+
+
 class OpDef:
     kind: ClassVar[str] = ""
     tflite_ops: ClassVar[tuple[str, ...]] = ()
