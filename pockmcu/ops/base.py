@@ -29,7 +29,7 @@ from ..ir import Graph, Op
 class Window:
     """How an op's output rows/columns depend on its input: output position o reads input positions
     o * stride - pad + i * dilation for i < size (clipped to the tensor). Streaming (pockmcu/stream.py)
-    uses it to run an op on a spatial tile: the op's ``attrs["pads"]`` is then the tile's padding."""
+    uses it to run an op on a spatial tile: the op's ``prepared.pads`` is then the tile's padding."""
 
     size: tuple[int, int] = (1, 1)
     stride: tuple[int, int] = (1, 1)
@@ -188,7 +188,7 @@ class OpDef:
         """The spatial window of an NHWC op that can run on a tile of its output (None: it cannot).
 
         An op that returns a window must compute any tile exactly when given the input tile its
-        window needs, the tile's shapes and ``attrs["pads"]`` (see ``Window``)."""
+        window needs, the tile's shapes and ``prepared.pads`` (see ``Window``)."""
         return None
 
     # -- code generation ------------------------------------------------------------------
