@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir import Op
+from ..ops.base import option_items
 from ..ops.conv import is_1x1, update_coefs
 from .graph import TrainGraph
 
@@ -33,9 +34,11 @@ def fuse_mean_backward(tg: TrainGraph) -> TrainGraph:
     fused_at: dict[int, Op] = {}
     dead_tensors: set[str] = set()
     for mean in sched[tg.n_forward:]:
-        if not mean.attrs.get("spatial_mean"):
+        mean_options = option_items(mean)     # MEAN_GRAD / AVERAGE_POOL_2D_GRAD, typed or not
+        if not mean_options.get("spatial_mean"):
             continue
-        conv = fwd_producer.get(mean.attrs["layer"].inputs[0])
+        pooled = mean_options["layer"]
+        conv = fwd_producer.get(pooled.inputs[0])
         broadcast = mean.outputs[0]
         apply = readers.get(broadcast, [])
         if conv is None or conv.kind != "CONV_2D" or not is_1x1(g, conv) or len(apply) != 1:
@@ -51,7 +54,7 @@ def fuse_mean_backward(tg: TrainGraph) -> TrainGraph:
         if len(bias_updates) + len(grad_inputs) != len(users) or len(bias_updates) > 1 or len(grad_inputs) > 1:
             continue                      # a weight gradient (or anything else) reads the broadcast gradient
         _, bcoef = update_coefs(g, conv, tg.spec.qas)
-        fused = Op(kind="CONV_1X1_GRAD_FROM_MEAN", name=f"{conv.name}_grad_from_{mean.attrs['layer'].name}",
+        fused = Op(kind="CONV_1X1_GRAD_FROM_MEAN", name=f"{conv.name}_grad_from_{pooled.name}",
                    inputs=[mean.inputs[-1], mask], outputs=list(grad_inputs[0].outputs) if grad_inputs else [],
                    attrs=dict(layer=conv, bias=conv.inputs[2] if bias_updates else None, coef=bcoef),
                    location="training graph")
