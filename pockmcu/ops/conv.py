@@ -16,7 +16,7 @@ import numpy as np
 from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
 from ..ir import Graph, Op, c_ident
-from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, opdef, register, same_or_valid_pads
+from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, opdef, operand, register, same_or_valid_pads
 from .training_ops import sgd_update
 
 PADDING = {0: "SAME", 1: "VALID"}
@@ -47,7 +47,7 @@ class ConvData:
 
 def requant_params(g: Graph, op: Op) -> tuple[np.ndarray, np.ndarray]:
     """Per-output-channel (multiplier, shift) from s_in * s_w[c] / s_out, as TFLM computes them."""
-    x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+    x, w, y = g.t(op.inputs[0]), g.t(operand(op, "weights")), g.t(op.outputs[0])
     out_ch = y.shape[-1]
     ws = w.quant.scale if w.quant.per_channel else np.full(out_ch, w.quant.scale[0], np.float32)
     if g.numerics == "onnxruntime":     # float32 scale as mantissa/exponent (fixedpoint_ort.requantize_ort)
@@ -71,8 +71,8 @@ def conv_taps(xq: np.ndarray, zp: int, kh: int, kw: int, stride, dilation, pads,
 def finish(acc: np.ndarray, op: Op, g: Graph) -> np.ndarray:
     """Bias, per-channel requantization, zero point and activation clamp (the common epilogue)."""
     acc = acc.astype(np.int64)
-    if len(op.inputs) > 2 and op.inputs[2]:
-        acc = acc + g.t(op.inputs[2]).data.astype(np.int64)
+    if operand(op, "bias"):
+        acc = acc + g.t(operand(op, "bias")).data.astype(np.int64)
     p = op.prepared
     requant = ort.requantize_ort if g.numerics == "onnxruntime" else fp.multiply_by_quantized_multiplier
     out = requant(acc, p.multiplier, p.shift) + g.t(op.outputs[0]).quant.zp
@@ -91,26 +91,26 @@ class _WindowOp(OpDef):
 
     def window(self, g: Graph, op: Op) -> Window:
         o = op.options
-        return Window(tuple(g.t(op.inputs[1]).shape[1:3]), tuple(o.stride), tuple(o.dilation), tuple(op.prepared.pads))
+        return Window(tuple(g.t(operand(op, "weights")).shape[1:3]), tuple(o.stride), tuple(o.dilation), tuple(op.prepared.pads))
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
         if op.options.activation not in SUPPORTED_ACTIVATIONS:
             problems.append(op.options.activation)
-        w = g.t(op.inputs[1])
+        w = g.t(operand(op, "weights"))
         if w.dtype != "int8" or w.data is None:
             problems.append(f"weights '{w.name}' are {w.dtype}{'' if w.is_const else ' and not constant'} (need constant int8)")
         elif w.quant is None or np.any(w.quant.zero_point != 0):
             problems.append(f"weights '{w.name}' need symmetric int8 quantization (zero point 0)")
-        if len(op.inputs) > 2 and op.inputs[2]:
-            b = g.t(op.inputs[2])
+        if operand(op, "bias"):
+            b = g.t(operand(op, "bias"))
             if b.dtype != "int32" or b.data is None:
                 problems.append(f"bias '{b.name}' is {b.dtype} (need constant int32)")
         return problems
 
     def prepare(self, g: Graph, op: Op) -> ConvData:
         o = op.options
-        x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+        x, w, y = g.t(op.inputs[0]), g.t(operand(op, "weights")), g.t(op.outputs[0])
         pads = o.pads if o.pads is not None else same_or_valid_pads(o.padding, x.shape[1:3], w.shape[1:3], o.stride,
                                                                     o.dilation, y.shape[1:3])
         multiplier, shift = requant_params(g, op)
@@ -150,15 +150,15 @@ status = {{kernel}}({{ctx}}, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{p
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         o, p = op.options, op.prepared
-        x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
-        has_bias = len(op.inputs) > 2 and bool(op.inputs[2])
+        x, w, y = g.t(op.inputs[0]), g.t(operand(op, "weights")), g.t(op.outputs[0])
+        has_bias = bool(operand(op, "bias"))
 
         return dict(params_type="cmsis_nn_conv_params", extra_fields="",
             q=c_ident(op.layer), declare=op.tile is None or op.tile.index == 0,
             x=x, w=w, y=y, pads=p.pads, stride=o.stride, dilation=o.dilation,
             in_offset=-x.quant.zp, out_offset=y.quant.zp, act_min=p.act_min, act_max=p.act_max,
             multiplier=cg.int_list(p.multiplier), shift=cg.int_list(p.shift),
-            bias=cg.const(op.inputs[2]) if has_bias else "NULL", weights=cg.const(op.inputs[1]),
+            bias=cg.const(operand(op, "bias")) if has_bias else "NULL", weights=cg.const(operand(op, "weights")),
             bias_c=y.shape[-1] if has_bias else 0, head=None, ort=int(g.numerics == "onnxruntime"))
 
 
@@ -174,21 +174,21 @@ class Conv2D(_WindowOp):
         param_backward(tb, op, "CONV_2D_GRAD_INPUT", "CONV_2D_WGRAD_UPDATE")
 
     def variant(self, g: Graph, op: Op, cg) -> str:
-        return "split" if cg.head(op.inputs[1]) else ""
+        return "split" if cg.head(operand(op, "weights")) else ""
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        return dict(super().c_context(g, op, cg), head=cg.head(op.inputs[1]))
+        return dict(super().c_context(g, op, cg), head=cg.head(operand(op, "weights")))
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
-        x, w = g.t(op.inputs[0]), g.t(op.inputs[1])
+        x, w = g.t(op.inputs[0]), g.t(operand(op, "weights"))
         if w.data is not None and w.shape[-1] != x.shape[-1]:
             problems.append(f"grouped convolution ({x.shape[-1]} input channels, filter depth {w.shape[-1]})")
         return problems
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         x = xs[0]
-        w = g.t(op.inputs[1]).data.astype(np.float64)
+        w = g.t(operand(op, "weights")).data.astype(np.float64)
         y = g.t(op.outputs[0])
         o = op.options
         acc = np.zeros((x.shape[0], y.shape[1], y.shape[2], y.shape[3]), np.float64)
@@ -198,11 +198,11 @@ class Conv2D(_WindowOp):
         return [finish(acc, op, g)]
 
     def macs(self, g: Graph, op: Op) -> int:
-        w, y = g.t(op.inputs[1]), g.t(op.outputs[0])
+        w, y = g.t(operand(op, "weights")), g.t(op.outputs[0])
         return int(np.prod(y.shape[1:])) * int(np.prod(w.shape[1:]))
 
     def describe(self, g: Graph, op: Op) -> str:
-        w, a = g.t(op.inputs[1]), op.options
+        w, a = g.t(operand(op, "weights")), op.options
         return (f"CONV_2D {w.shape[1]}x{w.shape[2]} stride {a.stride[0]}x{a.stride[1]} "
                 f"dilation {a.dilation[0]}x{a.dilation[1]} {a.padding} {a.activation}: "
                 f"{list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
@@ -217,7 +217,7 @@ class DepthwiseConv2D(_WindowOp):
     c_status = True
 
     def parse_tflite(self, o, op: Op, tensors) -> ConvOptions:
-        x, w = tensors[op.inputs[0]], tensors[op.inputs[1]]
+        x, w = tensors[op.inputs[0]], tensors[operand(op, "weights")]
         return replace(super().parse_tflite(o, op, tensors), ch_mult=w.shape[3] // max(x.shape[3], 1))
 
     def backward(self, tb, op: Op) -> None:
@@ -225,14 +225,14 @@ class DepthwiseConv2D(_WindowOp):
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
-        x, w = g.t(op.inputs[0]), g.t(op.inputs[1])
+        x, w = g.t(op.inputs[0]), g.t(operand(op, "weights"))
         if w.shape[0] != 1 or w.shape[3] != x.shape[3] * op.options.ch_mult:
             problems.append(f"depthwise weights of shape {list(w.shape)} do not match input {list(x.shape)}")
         return problems
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         x = xs[0]
-        w = g.t(op.inputs[1]).data.astype(np.float64)
+        w = g.t(operand(op, "weights")).data.astype(np.float64)
         y = g.t(op.outputs[0])
         o = op.options
         m = o.ch_mult
@@ -243,11 +243,11 @@ class DepthwiseConv2D(_WindowOp):
         return [finish(acc, op, g)]
 
     def macs(self, g: Graph, op: Op) -> int:
-        w, y = g.t(op.inputs[1]), g.t(op.outputs[0])
+        w, y = g.t(operand(op, "weights")), g.t(op.outputs[0])
         return int(np.prod(y.shape[1:])) * w.shape[1] * w.shape[2]
 
     def describe(self, g: Graph, op: Op) -> str:
-        w, a = g.t(op.inputs[1]), op.options
+        w, a = g.t(operand(op, "weights")), op.options
         return (f"DEPTHWISE_CONV_2D {w.shape[1]}x{w.shape[2]} x{a.ch_mult} stride {a.stride[0]}x{a.stride[1]} "
                 f"dilation {a.dilation[0]}x{a.dilation[1]} {a.padding} {a.activation}: "
                 f"{list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
@@ -262,7 +262,7 @@ class DepthwiseConv2D(_WindowOp):
 
 def weight_scales(g: Graph, op: Op) -> np.ndarray:
     """Per-output-channel float32 weight scales (a per-tensor scale broadcast)."""
-    w, out_ch = g.t(op.inputs[1]), g.t(op.outputs[0]).shape[-1]
+    w, out_ch = g.t(operand(op, "weights")), g.t(op.outputs[0]).shape[-1]
     return np.broadcast_to(w.quant.scale.astype(np.float32), (out_ch,)).copy()
 
 
@@ -276,8 +276,8 @@ def update_coefs(g: Graph, op: Op, qas: bool) -> tuple[np.ndarray, np.ndarray]:
     """
     sx = float(g.t(op.inputs[0]).quant.s)
     sw = weight_scales(g, op).astype(np.float64)
-    if len(op.inputs) > 2 and op.inputs[2] and g.t(op.inputs[2]).quant is not None:
-        sb = np.broadcast_to(g.t(op.inputs[2]).quant.scale.astype(np.float64), sw.shape)
+    if operand(op, "bias") and g.t(operand(op, "bias")).quant is not None:
+        sb = np.broadcast_to(g.t(operand(op, "bias")).quant.scale.astype(np.float64), sw.shape)
     else:
         sb = sx * sw
     wcoef = sx / sw if qas else sx * sw
@@ -305,10 +305,10 @@ def param_backward(tb, op: Op, grad_input_kind: str, wgrad_kind: str, in_rows=No
             g.t(saved).quant = xt.quant
             tb.save_before(op, "SLICE", f"{op.name}_save_input", [x], [saved], outer=outer, row=row, offset=0,
                            chunk=u.channels)
-        tb.emit(wgrad_kind, f"{op.name}_wgrad_update", [saved, dz], [], layer=op, weights=op.inputs[1],
+        tb.emit(wgrad_kind, f"{op.name}_wgrad_update", [saved, dz], [], layer=op, weights=operand(op, "weights"),
                 channel_begin=0, channels=u.channels, coef=wcoef)
     if u and u.bias:
-        tb.emit("BIAS_UPDATE", f"{op.name}_bias_update", [dz], [], bias=op.inputs[2], coef=bcoef)
+        tb.emit("BIAS_UPDATE", f"{op.name}_bias_update", [dz], [], bias=operand(op, "bias"), coef=bcoef)
     if tb.needs_grad(x):
         dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
         tb.emit(grad_input_kind, f"{op.name}_grad_input", [dz], [dx], layer=op)
@@ -316,7 +316,7 @@ def param_backward(tb, op: Op, grad_input_kind: str, wgrad_kind: str, in_rows=No
 
 
 def is_1x1(g: Graph, op: Op) -> bool:
-    a, w = op.options, g.t(op.inputs[1])
+    a, w = op.options, g.t(operand(op, "weights"))
     return (tuple(w.shape[1:3]) == (1, 1) and tuple(a.stride) == (1, 1) and not any(op.prepared.pads)
             and w.shape[-1] == g.t(op.inputs[0]).shape[-1])
 
@@ -366,8 +366,8 @@ class _GradOp(OpDef):
 
     def layer_ctx(self, g: Graph, op: Op, cg) -> dict:
         f = op.options.layer
-        return dict(layer=f.name, x=g.t(f.inputs[0]), w=g.t(f.inputs[1]), y=g.t(f.outputs[0]),
-                    weights=cg.const(f.inputs[1]), scales=cg.float_list(weight_scales(g, f)))
+        return dict(layer=f.name, x=g.t(f.inputs[0]), w=g.t(operand(f, "weights")), y=g.t(f.outputs[0]),
+                    weights=cg.const(operand(f, "weights")), scales=cg.float_list(weight_scales(g, f)))
 
 
 @register
@@ -384,7 +384,7 @@ class Conv2DGradInput(_GradOp):
     def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.options.layer
         a, xshape = f.options, (xs[0].shape[0],) + g.t(f.inputs[0]).shape[1:]
-        w = g.t(f.inputs[1]).data.astype(np.float64) * weight_scales(g, f).astype(np.float64)[:, None, None, None]
+        w = g.t(operand(f, "weights")).data.astype(np.float64) * weight_scales(g, f).astype(np.float64)[:, None, None, None]
         dz = xs[0].astype(np.float64)
         dxp = _padded_grad(xshape, f.prepared.pads, a.stride, a.dilation, w.shape[1:3])
         for i in range(w.shape[1]):
@@ -393,10 +393,10 @@ class Conv2DGradInput(_GradOp):
         return [_crop(dxp, xshape, f.prepared.pads)]
 
     def variant(self, g: Graph, op: Op, cg) -> str:
-        return "split" if cg.head(op.options.layer.inputs[1]) else ""
+        return "split" if cg.head(operand(op.options.layer, "weights")) else ""
 
     def c_context(self, g, op, cg):
-        head = cg.head(op.options.layer.inputs[1])
+        head = cg.head(operand(op.options.layer, "weights"))
         return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]),
                     head=head[0] if head else "NULL", head_c=head[1] if head else 0)
 
@@ -417,6 +417,7 @@ class Conv2DWgradUpdate(_GradOp):
     """Weight gradient of the trainable input channels, fused with the update (no gradient tensor)."""
 
     kind = "CONV_2D_WGRAD_UPDATE"
+    operands = ("saved_input", "output_grad")
     Options = WeightUpdate
     role = "update"
     kernel = "pockmcu_conv_wgrad_update_s8"
@@ -424,13 +425,13 @@ class Conv2DWgradUpdate(_GradOp):
 
     def macs(self, g: Graph, op: Op) -> int:
         """Per trained weight, one MAC per output position: dz x saved input over the taps."""
-        w, dz = g.t(op.options.weights), g.t(op.inputs[1])
+        w, dz = g.t(op.options.weights), g.t(operand(op, "output_grad"))
         return int(np.prod(dz.shape[1:3])) * w.shape[0] * w.shape[1] * w.shape[2] * op.options.channels
 
     def raw_grad(self, g: Graph, op: Op, xs) -> np.ndarray:
         f = op.options.layer
         saved, dz = xs
-        a, w = f.options, g.t(f.inputs[1])
+        a, w = f.options, g.t(operand(f, "weights"))
         k = op.options.channels
         d2 = dz.reshape(-1, dz.shape[-1]).astype(np.float64)
         grad = np.zeros(w.shape[:3] + (k,))
@@ -459,7 +460,7 @@ class Conv2DWgradUpdate(_GradOp):
     def c_context(self, g, op, cg):
         saved = g.t(op.inputs[0])
         head = cg.head(op.options.weights)
-        ctx = dict(self.layer_ctx(g, op, cg), saved=saved, dz=g.t(op.inputs[1]), begin=op.options.channel_begin,
+        ctx = dict(self.layer_ctx(g, op, cg), saved=saved, dz=g.t(operand(op, "output_grad")), begin=op.options.channel_begin,
                    weights=cg.param(op.options.weights), coef=cg.float_list(op.options.coef),
                    **cg.optimizer_args(op.options.weights), head=head, stored_shape=None)
         ctx["filter_dims"] = f"{c_ident(op.name)}_head_dims" if head else f"{ctx['layer']}_filter_dims"
@@ -496,7 +497,7 @@ class DepthwiseGradInput(_GradOp):
         f = op.options.layer
         a, xshape = f.options, (xs[0].shape[0],) + g.t(f.inputs[0]).shape[1:]
         m = a.ch_mult
-        w = g.t(f.inputs[1]).data.astype(np.float64)[0] * weight_scales(g, f).astype(np.float64)
+        w = g.t(operand(f, "weights")).data.astype(np.float64)[0] * weight_scales(g, f).astype(np.float64)
         dz = xs[0].astype(np.float64)
         dxp = _padded_grad(xshape, f.prepared.pads, a.stride, a.dilation, w.shape[0:2])
         for i in range(w.shape[0]):
@@ -517,7 +518,7 @@ class DepthwiseGradInput(_GradOp):
         if not in_place:
             return 0
         f = op.options.layer
-        kh, dil, pad = g.t(f.inputs[1]).shape[1], f.options.dilation[0], f.prepared.pads[0]
+        kh, dil, pad = g.t(operand(f, "weights")).shape[1], f.options.dilation[0], f.prepared.pads[0]
         x = g.t(f.inputs[0])
         # a ring of rows for a block of up to 16 channels (POCKMCU_DW_GRAD_ROWS_BLOCK)
         return max((kh - 1) * dil - pad + 1, 1) * x.shape[2] * min(x.shape[3], 16) * 4
@@ -548,14 +549,14 @@ class DepthwiseWgradUpdate(Conv2DWgradUpdate):
     kernel = "pockmcu_depthwise_conv_wgrad_update_s8"
 
     def macs(self, g: Graph, op: Op) -> int:
-        w, dz = g.t(op.options.weights), g.t(op.inputs[1])
+        w, dz = g.t(op.options.weights), g.t(operand(op, "output_grad"))
         m = op.options.layer.options.ch_mult
         return int(np.prod(dz.shape[1:3])) * w.shape[1] * w.shape[2] * op.options.channels * m
 
     def raw_grad(self, g: Graph, op: Op, xs) -> np.ndarray:
         f = op.options.layer
         saved, dz = xs
-        a, w = f.options, g.t(f.inputs[1])
+        a, w = f.options, g.t(operand(f, "weights"))
         m, b, k = a.ch_mult, op.options.channel_begin, op.options.channels
         d = dz[..., b * m:(b + k) * m].astype(np.float64)
         grad = np.zeros((w.shape[1], w.shape[2], k * m))

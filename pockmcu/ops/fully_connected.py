@@ -16,7 +16,7 @@ import numpy as np
 from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
 from ..ir import Graph, Op
-from .base import SUPPORTED_ACTIVATIONS, OpDef, fused_activation, register
+from .base import SUPPORTED_ACTIVATIONS, OpDef, fused_activation, operand, register
 from .conv import WeightUpdate, _GradOp, finish, param_backward, weight_scales
 from .training_ops import sgd_update
 
@@ -63,21 +63,21 @@ class FullyConnected(OpDef):
             problems.append(a.activation)
         if a.weights_format != 0:
             problems.append("shuffled FULLY_CONNECTED weights format")
-        w = g.t(op.inputs[1])
+        w = g.t(operand(op, "weights"))
         if w.dtype != "int8" or w.data is None:
             problems.append(f"weights '{w.name}' are {w.dtype}{'' if w.is_const else ' and not constant'} (need constant int8)")
         elif w.quant is None:
             problems.append(f"weights '{w.name}' have no quantization")
         elif w.quant.per_channel and np.any(w.quant.zero_point != 0):
             problems.append(f"per-channel weights '{w.name}' need zero point 0")
-        if len(op.inputs) > 2 and op.inputs[2]:
-            b = g.t(op.inputs[2])
+        if operand(op, "bias"):
+            b = g.t(operand(op, "bias"))
             if b.dtype != "int32" or b.data is None:
                 problems.append(f"bias '{b.name}' is {b.dtype} (need constant int32)")
         return problems
 
     def prepare(self, g: Graph, op: Op) -> FullyConnectedData:
-        x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+        x, w, y = g.t(op.inputs[0]), g.t(operand(op, "weights")), g.t(op.outputs[0])
         if g.numerics == "onnxruntime":     # float32 scale as mantissa/exponent (fixedpoint_ort.requantize_ort)
             ws = w.quant.scale if w.quant.per_channel else w.quant.scale[:1]
             pairs = list(zip(*ort.ort_output_scales(x.quant.s, ws, y.quant.s)))
@@ -93,7 +93,7 @@ class FullyConnected(OpDef):
     def reference(self, g: Graph, op: Op, xs, rt=None):
         x = xs[0]
         n = x.shape[0]
-        w = g.t(op.inputs[1])
+        w = g.t(operand(op, "weights"))
         xin = x.reshape(n * op.prepared.batches, w.shape[1]).astype(np.float64) - g.t(op.inputs[0]).quant.zp
         wf = w.data.astype(np.float64) - (0 if w.quant.per_channel else w.quant.zp)
         acc = xin @ wf.T
@@ -101,24 +101,24 @@ class FullyConnected(OpDef):
         return [out.reshape((n,) + g.t(op.outputs[0]).shape[1:])]
 
     def macs(self, g: Graph, op: Op) -> int:
-        w = g.t(op.inputs[1])
+        w = g.t(operand(op, "weights"))
         return int(w.shape[0] * w.shape[1] * (g.t(op.inputs[0]).size // w.shape[1]))
 
     def backward(self, tb, op: Op) -> None:
         param_backward(tb, op, "FULLY_CONNECTED_GRAD_INPUT", "FULLY_CONNECTED_WGRAD_UPDATE", in_rows=fc_rows)
 
     def describe(self, g: Graph, op: Op) -> str:
-        w = g.t(op.inputs[1])
+        w = g.t(operand(op, "weights"))
         return (f"FULLY_CONNECTED {w.shape[1]} -> {w.shape[0]} {op.options.activation}: "
                 f"{list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
 
     def variant(self, g: Graph, op: Op, cg) -> str:
-        return "per_channel" if g.t(op.inputs[1]).quant.per_channel else "per_tensor"
+        return "per_channel" if g.t(operand(op, "weights")).quant.per_channel else "per_tensor"
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         a = op.prepared
-        x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
-        has_bias = len(op.inputs) > 2 and bool(op.inputs[2])
+        x, w, y = g.t(op.inputs[0]), g.t(operand(op, "weights")), g.t(op.outputs[0])
+        has_bias = bool(operand(op, "bias"))
         pc = w.quant.per_channel
         return dict(x=x, w=w, y=y, per_channel=pc, batches=a.batches,
                     in_features=w.shape[1], out_features=w.shape[0],
@@ -126,7 +126,7 @@ class FullyConnected(OpDef):
                     out_offset=y.quant.zp, act_min=a.act_min, act_max=a.act_max,
                     multiplier=cg.int_list(a.multiplier), shift=cg.int_list(a.shift),
                     n_quant=len(a.multiplier),
-                    bias=cg.const(op.inputs[2]) if has_bias else "NULL", weights=cg.const(op.inputs[1]))
+                    bias=cg.const(operand(op, "bias")) if has_bias else "NULL", weights=cg.const(operand(op, "weights")))
 
     c_decls = """\
 static const cmsis_nn_fc_params {{n}}_params = {
@@ -156,7 +156,7 @@ status = {{kernel}}({{ctx}}, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{p
 
 def fc_rows(g: Graph, op: Op) -> tuple[int, int]:
     """The FC input seen as [batches, in features], whatever its rank."""
-    return op.prepared.batches, g.t(op.inputs[1]).shape[1]
+    return op.prepared.batches, g.t(operand(op, "weights")).shape[1]
 
 
 @register
@@ -171,7 +171,7 @@ class FullyConnectedGradInput(_GradOp):
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.options.layer
-        w = g.t(f.inputs[1])
+        w = g.t(operand(f, "weights"))
         zp = 0 if w.quant.per_channel else w.quant.zp
         wr = (w.data.astype(np.float64) - zp) * weight_scales(g, f).astype(np.float64)[:, None]
         n = xs[0].shape[0]
@@ -180,7 +180,7 @@ class FullyConnectedGradInput(_GradOp):
 
     def c_context(self, g, op, cg):
         f = op.options.layer
-        w = g.t(f.inputs[1])
+        w = g.t(operand(f, "weights"))
         return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]),
                     filter_offset=0 if w.quant.per_channel else -w.quant.zp)
 
@@ -193,6 +193,7 @@ status = pockmcu_fully_connected_grad_input_f32(&{{layer}}_input_dims, &{{layer}
 @register
 class FullyConnectedWgradUpdate(_GradOp):
     kind = "FULLY_CONNECTED_WGRAD_UPDATE"
+    operands = ("saved_input", "output_grad")
     Options = WeightUpdate
     role = "update"
     kernel = "pockmcu_fully_connected_wgrad_update_s8"
@@ -220,7 +221,7 @@ class FullyConnectedWgradUpdate(_GradOp):
     def c_context(self, g, op, cg):
         f = op.options.layer
         saved = g.t(op.inputs[0])
-        return dict(self.layer_ctx(g, op, cg), saved=saved, dz=g.t(op.inputs[1]), begin=op.options.channel_begin,
+        return dict(self.layer_ctx(g, op, cg), saved=saved, dz=g.t(operand(op, "output_grad")), begin=op.options.channel_begin,
                     batches=f.prepared.batches, k=op.options.channels, in_offset=-saved.quant.zp,
                     weights=cg.param(op.options.weights), coef=cg.float_list(op.options.coef),
                     **cg.optimizer_args(op.options.weights))

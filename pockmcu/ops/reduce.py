@@ -14,7 +14,7 @@ import numpy as np
 from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
 from ..ir import Graph, Op
-from .base import OpDef, opdef, register
+from .base import OpDef, opdef, operand, register
 from .conv import weight_scales
 
 
@@ -173,7 +173,7 @@ class Conv1x1GradFromMean(OpDef):
         bias = op.options.bias
         opt = cg.optimizer_args(bias) if bias else dict(accum="NULL", velocity="NULL", rng="NULL")
         return dict(layer=f.name, gm=g.t(op.inputs[0]), mask=g.t(op.inputs[1]), y=g.t(f.outputs[0]),
-                    weights=cg.const(f.inputs[1]), scales=cg.float_list(weight_scales(g, f)),
+                    weights=cg.const(operand(f, "weights")), scales=cg.float_list(weight_scales(g, f)),
                     bias=cg.param(bias) if bias else "NULL", coef=cg.float_list(op.options.coef) if bias else "",
                     dx=g.t(op.outputs[0]) if op.outputs else None, **opt)
 

@@ -25,7 +25,7 @@ from dataclasses import replace
 from ..errors import PockError
 from ..ir import Graph, Op, Tensor
 from ..ops import REGISTRY, opdef
-from ..ops.base import clamp_range, make_op, option_items
+from ..ops.base import clamp_range, make_op, operand, option_items
 from .fusions import fuse_mean_backward
 from .graph import TrainGraph
 from .spec import LayerUpdate, UpdateSpec
@@ -173,9 +173,9 @@ def build_training(g: Graph, spec: UpdateSpec, loss: str, reorder: bool = True, 
     trainable = []
     for u in spec.trainable():
         if u.channels:
-            trainable.append(u.op.inputs[1])
+            trainable.append(operand(u.op, "weights"))
         if u.bias:
-            trainable.append(u.op.inputs[2])
+            trainable.append(operand(u.op, "bias"))
     out = tgraph.t(tgraph.outputs[0])
     label_shape = (1,) if loss == "xent" else tuple(out.shape)
     tg = TrainGraph(graph=tgraph, forward=forward, schedule=schedule, spec=spec, loss=loss,

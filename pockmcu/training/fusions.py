@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir import Op
-from ..ops.base import make_op, option_items
+from ..ops.base import make_op, operand, option_items
 from ..ops.conv import is_1x1, update_coefs
 from .graph import TrainGraph
 
@@ -48,14 +48,14 @@ def fuse_mean_backward(tg: TrainGraph) -> TrainGraph:
             continue
         dz = apply.outputs[0]
         users = readers.get(dz, [])
-        bias_updates = [u for u in users if u.kind == "BIAS_UPDATE" and u.options.bias == conv.inputs[2]]
+        bias_updates = [u for u in users if u.kind == "BIAS_UPDATE" and u.options.bias == operand(conv, "bias")]
         grad_inputs = [u for u in users if u.kind == "CONV_2D_GRAD_INPUT" and u.options.layer is conv]
         if len(bias_updates) + len(grad_inputs) != len(users) or len(bias_updates) > 1 or len(grad_inputs) > 1:
             continue                      # a weight gradient (or anything else) reads the broadcast gradient
         _, bcoef = update_coefs(g, conv, tg.spec.qas)
         fused = make_op("CONV_1X1_GRAD_FROM_MEAN", f"{conv.name}_grad_from_{layer.name}", [mean.inputs[-1], mask],
                         list(grad_inputs[0].outputs) if grad_inputs else [], "training graph",
-                        layer=conv, bias=conv.inputs[2] if bias_updates else None, coef=bcoef)
+                        layer=conv, bias=operand(conv, "bias") if bias_updates else None, coef=bcoef)
         drop |= {id(mean), id(apply)} | {id(u) for u in users}
         fused_at[id(apply)] = fused
         dead_tensors |= {broadcast, dz}
