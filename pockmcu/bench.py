@@ -125,7 +125,6 @@ def format_bench(r: dict) -> str:
 
 
 def bench_all(models: list[Path], targets: list[str], log=sys.stderr) -> list[dict]:
-
     rows = []
     for m in models:
         try:

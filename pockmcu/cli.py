@@ -70,7 +70,6 @@ def check_out_dir(out: str) -> None:
 
 
 def cmd_gen(args) -> int:
-
     ram = parse_size(args.ram, "--ram")
     flash = parse_size(args.flash, "--flash") if args.flash else None
     stack = parse_size(args.stack, "--stack")
@@ -109,7 +108,6 @@ def cmd_gen(args) -> int:
 
 
 def cmd_sim(args) -> int:
-
     if args.train:
         return train_session(args, target=None)
     if not args.input or not args.output:
@@ -143,14 +141,12 @@ def train_session(args, target: str | None) -> int:
 
 
 def cmd_export(args) -> int:
-
     n = export_tflite(args.out, args.params, args.output)
     print(f"wrote {args.output}: the original model with {n} trained tensors")
     return 0
 
 
 def cmd_run(args) -> int:
-
     if args.train:
         return train_session(args, target=args.target)
     if not args.input or not args.output:
@@ -163,20 +159,17 @@ def cmd_run(args) -> int:
 
 
 def cmd_bench(args) -> int:
-
     result = bench_model(args.model, args.target, ram=args.ram)
     print(json.dumps(result, indent=1) if args.json else format_bench(result))
     return 0
 
 
 def cmd_inspect(args) -> int:
-
     print(inspect_model(args.model))
     return 0
 
 
 def cmd_plan(args) -> int:
-
     if not args.train:
         raise PockError("plan chooses the sparse update for on-device training: add --train")
     budgets = [parse_size(b, "--ram") for b in args.ram.split(",") if b.strip()]

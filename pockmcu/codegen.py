@@ -23,6 +23,7 @@ from .compiler import RUNTIME_RAM_BYTES, Compiled
 from .ir import C_TYPES, Graph, Tensor, c_ident
 from .kernel_table import Kernel, choose, target_features
 from .ops import opdef
+from .ops.base import option_items
 from .ops.training_ops import nll_table
 from .report import render_reports
 from .resources import firmware_dir, kernels_dir, templates_dir
@@ -207,7 +208,7 @@ class CodeGen:
 
     def describe(self, op) -> str:
         if op.location == "training graph":
-            layer = op.attrs.get("layer")
+            layer = option_items(op).get("layer")
             what = op.kind.replace("_", " ").lower()
             return f"{what}" + (f" of {layer.name}" if layer is not None else "")
         return opdef(op.kind).describe(self.g, op)

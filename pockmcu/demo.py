@@ -77,12 +77,10 @@ def main(argv=None) -> int:
 
 
 def load_plan(proj: Path) -> dict:
-
     return read_plan(proj)
 
 
 def train_subset(data, n: int):
-
     return Data(data.x[:n], data.y[:n])
 
 

@@ -81,8 +81,6 @@ class Op:
     name: str                        # stable, readable, unique
     inputs: list[str]                # tensor names; "" for an absent optional input
     outputs: list[str]
-    #: untyped attributes of the kinds not yet given an ``OpDef.Options`` dataclass
-    attrs: dict[str, Any] = field(default_factory=dict)
     location: str = ""               # where it came from, for messages ("op #3 in subgraph 0")
     options: Any = None              # the kind's typed options (``OpDef.Options``), from the frontend
     prepared: Any = None             # the kind's compile-time constants (``OpDef.prepare``)

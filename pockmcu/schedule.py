@@ -20,7 +20,7 @@ SCHEDULE_BEAM = 48
 
 
 def _params_touched(g: Graph, op: Op) -> set[str]:
-    """Constant tensors (weights, biases) an op reads or updates, directly or through attrs['layer']."""
+    """Constant tensors (weights, biases) an op reads or updates, directly or through its options' layer."""
     out = {t for t in op.inputs if t and t in g.tensors and g.t(t).is_const}
     for v in option_items(op).values():
         if isinstance(v, str) and v in g.tensors and g.t(v).is_const:
@@ -63,7 +63,7 @@ def dependencies(g: Graph, ops: list[Op]) -> list[int]:
         ps = _params_touched(g, op)
         for p in ps:
             ptouch.setdefault(p, []).append(i)
-        # an op naming a parameter in attrs['weights'] / attrs['bias'] updates it
+        # an op naming a parameter in its options' weights / bias updates it
         written |= {v for k, v in option_items(op).items() if k in ("weights", "bias") and isinstance(v, str)}
     for p in written:
         chain(ptouch.get(p, []))

@@ -56,6 +56,7 @@ from .codegen import write_project
 from .compiler import DEFAULT_STACK_BYTES, RUNTIME_RAM_BYTES, TrainOptions, compile_graph, compile_model, load_and_check
 from .errors import PockError
 from .ir import Graph
+from .ops.base import operand
 from .stream import all_candidates
 from .train import Data, HostTrainer, load_data
 from .training.builder import check_trainable
@@ -125,14 +126,13 @@ def _ratio_text(r: float) -> str:
 
 
 def layer_info(g) -> list[dict]:
-
     ops = param_ops(g)
     info = []
     for op in ops:
-        w = g.t(op.inputs[1])
+        w = g.t(operand(op, "weights"))
         pointwise = op.kind == "CONV_2D" and len(w.shape) == 4 and w.shape[1] == 1 and w.shape[2] == 1
         info.append(dict(name=op.name, kind=op.kind, pointwise=pointwise,
-                         has_bias=len(op.inputs) > 2 and bool(op.inputs[2])))
+                         has_bias=bool(operand(op, "bias"))))
     for i, d in enumerate(info):   # the first pointwise conv of each block
         prev = info[i - 1] if i else None
         nxt = info[i + 1] if i + 1 < len(info) else None
@@ -509,8 +509,6 @@ def plot_svg(choices: list[Choice], explored: list[tuple[float, int]], width: in
 
 
 def render_plan_html(model: str, choices: list[Choice], searcher: Searcher) -> str:
-
-
     root = Path(__file__).resolve().parents[1] / "templates"
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(root)), autoescape=True,
                              undefined=jinja2.StrictUndefined)
@@ -523,5 +521,4 @@ def render_plan_html(model: str, choices: list[Choice], searcher: Searcher) -> s
 
 
 def _markup(text: str):
-
     return markupsafe.Markup(text)

@@ -213,12 +213,10 @@ def apply_stream(g: Graph, st: _Stage, grid: tuple[int, int]) -> tuple[Graph, li
             y = op.outputs[0]
             out = tile_tensor(y, f"{y}/tile{k}", r)
             # the copy keeps the layer's prepared constants; only its padding is the tile's
-            tiled = replace(op, name=f"{op.name}_tile{k}", inputs=inputs, outputs=[out], attrs=dict(op.attrs),
+            tiled = replace(op, name=f"{op.name}_tile{k}", inputs=inputs, outputs=[out],
                             location=f"{op.location}, tile {k + 1} of {len(tiles)}", tile=Tile(op.name, k))
-            if not win.pointwise and op.prepared is not None:
+            if not win.pointwise:
                 tiled.prepared = replace(op.prepared, pads=pads)
-            elif not win.pointwise:
-                tiled.attrs["pads"] = pads
             new_ops.append(tiled)
             have[y] = (out, r)
         tile, r = have[st.sink]

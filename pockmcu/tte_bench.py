@@ -79,7 +79,6 @@ def _peak(c) -> dict:
 
 
 def tte_rows(model: Path | None = None, log=sys.stderr) -> list[dict]:
-
     model = model or model_path()
     rows = []
     plain_macs = None

@@ -30,6 +30,7 @@ from conftest import ROOT, SHARED, model_id, random_inputs, tflm_run
 from test_errors import assert_clean_error, pockmcu
 
 from pockmcu.ops import opdef
+from pockmcu.ops.base import data_items
 from pockmcu.reference import run_reference
 from pockmcu.sim import load
 
@@ -246,7 +247,7 @@ def test_shared_conversion_matches_tflite(model, generated):
             if opdef(op.kind).alias:
                 continue
             consts = tuple(g.t(i).data.tobytes() for i in op.inputs if i and g.t(i).is_const)
-            a = {k: np.asarray(v).tolist() for k, v in op.attrs.items()
+            a = {k: np.asarray(v).tolist() for k, v in data_items(op).items()
                  if k in ("multiplier", "shift", "act_min", "act_max", "pads", "stride", "dilation", "ch_mult",
                           "filter", "q", "mult", "left_shift", "diff_min")}
             ins = tuple((g.t(i).shape, g.t(i).quant.zp) for i in op.inputs if i and not g.t(i).is_const)

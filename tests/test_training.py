@@ -13,6 +13,7 @@ from conftest import FIXTURES, SHARED, tflm_run
 from pockmcu.codegen import write_project
 from pockmcu.compiler import TrainOptions, compile_model
 from pockmcu.export import export_tflite
+from pockmcu.ops.base import option_items
 from pockmcu.train import Data, HostTrainer, read_params, train_on_target, write_params
 from pockmcu.training import params
 from pockmcu.training.reference import ReferenceTrainer
@@ -90,14 +91,15 @@ def test_one_step_equals_float_reference(stem, tmp_path):
 def _trained_part(c, tensor: str, size: int) -> np.ndarray:
     """Flat indices, in update order, of the elements of ``tensor`` that train."""
     for op in c.train.schedule:
-        if op.attrs.get("bias") == tensor:
+        o = option_items(op)
+        if o.get("bias") == tensor:
             return np.arange(size)
-        if op.attrs.get("weights") == tensor:
+        if o.get("weights") == tensor:
             w = c.graph.t(tensor)
             idx = np.arange(size).reshape(w.shape)
-            k, b = op.attrs["channels"], op.attrs["channel_begin"]
+            k, b = o["channels"], o["channel_begin"]
             if op.kind == "DEPTHWISE_CONV_2D_WGRAD_UPDATE":
-                m = op.attrs["layer"].attrs["ch_mult"]
+                m = o["layer"].options.ch_mult
                 return idx[0, :, :, b * m:(b + k) * m].reshape(-1)
             return idx[..., b:b + k].reshape(-1)
     raise AssertionError(tensor)

@@ -38,7 +38,6 @@ def _registry_path() -> Path:
 
 
 def remember(out) -> None:
-
     try:
         p = _registry_path()
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -79,7 +78,6 @@ def find_out(hash_hex: str, out: str | None, port: str) -> Path:
 
 
 def cmd_emulate(args) -> int:
-
     out = Path(args.out)
     emu = Emulator(out, args.target, port=args.port, bootloader_only=args.bootloader, console=sys.stdout)
     remember(out)
@@ -109,7 +107,6 @@ def cmd_emulate(args) -> int:
 
 
 def cmd_flash(args) -> int:
-
     src = Path(args.image)
     params = None
     target = get_target(args.target).name if args.target else None
@@ -173,7 +170,6 @@ class _Stop:
 
 
 def _load_train_data(path: str, info: P.Info, out: Path | None):
-
     if out is not None:
         return load_data(path, training_plan(out), "--data")
     p = Path(path)
@@ -218,7 +214,6 @@ def evaluate_on_device(client, data) -> float:
 
 
 def cmd_train(args) -> int:
-
     client = open_board(args.port, timeout=args.timeout, baudrate=args.baud)
     try:
         info = client.info
@@ -304,7 +299,6 @@ def cmd_train(args) -> int:
 
 
 def cmd_pull(args) -> int:
-
     client = open_board(args.port, timeout=args.timeout, baudrate=args.baud)
     try:
         info = client.info
@@ -339,7 +333,6 @@ def format_stats(st: P.Stats) -> str:
 
 
 def cmd_monitor(args) -> int:
-
     client = open_board(args.port, timeout=args.timeout, baudrate=args.baud)
     info = client.info
     print(f"{info.target}: model {info.hash_hex}, firmware {info.firmware >> 8}.{info.firmware & 255}, "

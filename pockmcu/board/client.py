@@ -39,7 +39,6 @@ class Link:
     """A serial line: open with one clear error, non-blocking reads, TCP_NODELAY on sockets."""
 
     def __init__(self, port: str, baudrate: int = 115200, parity: str = "N", connect_timeout: float = 0.0):
-
         self.port = port
         self.baudrate = baudrate
         deadline = time.monotonic() + connect_timeout
@@ -63,7 +62,6 @@ class Link:
             self.ser.parity = parity
 
     def write(self, data: bytes) -> None:
-
         try:
             self.ser.write(data)
         except (serial.SerialException, OSError) as exc:

@@ -9,6 +9,8 @@ versions live in pockmcu.fixedpoint, the C versions in kernels_c.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import fixedpoint as fp
@@ -24,50 +26,78 @@ def _needs_q8_output(g: Graph, op: Op) -> list[str]:
     return []
 
 
+@dataclass(frozen=True)
+class SoftmaxOptions:
+    """SOFTMAX over the last axis (the ONNX frontend brings the softmax axis last)."""
+
+    beta: float = 1.0                 # TFLite's SoftmaxOptions.beta (ONNX: 1)
+    #: onnxruntime numerics only (None with TFLite Micro's): True for QLinearSoftmax, False for a
+    #: float Softmax that onnxruntime's graph optimizer leaves (pockmcu.fixedpoint_ort.ort_softmax)
+    qlinear: bool | None = None
+    onnx_zp_offset: int = 0           # 128 when the ONNX output is uint8 (onnxruntime adds the zero point in float)
+
+
+@dataclass(frozen=True, eq=False)
+class SoftmaxData:
+    """The compile-time constants (TFLM's SoftmaxParams for int8, CalculateSoftmaxParams)."""
+
+    mult: int                         # input_multiplier: beta * s_in * 2^26 as a Q31 multiplier ...
+    left_shift: int                   # ... and its left shift
+    diff_min: int                     # x - max below this gives exp 0
+    #: onnxruntime numerics: onnxruntime's float32 exp table (256 entries), else None
+    ort_table: np.ndarray | None = None
+
+
 @register
 class Softmax(OpDef):
     kind = "SOFTMAX"
     tflite_ops = ("SOFTMAX",)
     tflite_options = "SoftmaxOptions"
+    Options = SoftmaxOptions
     kernel = "arm_softmax_s8"
 
     def variant(self, g: Graph, op: Op, cg) -> str:
-        return "ort_float" if "ort_table" in op.attrs else ""
+        return "ort_float" if op.prepared.ort_table is not None else ""
 
-    def parse_tflite(self, o, op: Op, tensors) -> None:
-        op.attrs["beta"] = float(o.Beta()) if o else 1.0
+    def parse_tflite(self, o, op: Op, tensors) -> SoftmaxOptions:
+        return SoftmaxOptions(beta=float(o.Beta()) if o else 1.0)
+
+    @staticmethod
+    def _ort(g: Graph, op: Op) -> bool:
+        """onnxruntime's softmax (any output quantization) rather than TFLite Micro's."""
+        return g.numerics == "onnxruntime" and op.options.qlinear is not None
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
-        if g.numerics == "onnxruntime" and "qlinear" in op.attrs:   # any output quantization
-            return problems + ([] if op.attrs.get("beta", 1.0) == 1.0 else ["beta != 1"])
+        if self._ort(g, op):
+            return problems + ([] if op.options.beta == 1.0 else ["beta != 1"])
         return problems or _needs_q8_output(g, op)
 
-    def prepare(self, g: Graph, op: Op) -> None:
+    def prepare(self, g: Graph, op: Op) -> SoftmaxData:
         x = g.t(op.inputs[0])
-        op.attrs["mult"], op.attrs["left_shift"], op.attrs["diff_min"] = fp.softmax_params(x.quant.s, op.attrs["beta"])
-        if g.numerics == "onnxruntime" and "qlinear" in op.attrs:
-            op.attrs["ort_table"] = ort.ort_softmax_table(x.quant.s, x.shape[-1], op.attrs["qlinear"])
-            op.attrs["ort_zp_offset"] = int(op.attrs.get("onnx_zp_offset", 0))
+        mult, left_shift, diff_min = fp.softmax_params(x.quant.s, op.options.beta)
+        table = ort.ort_softmax_table(x.quant.s, x.shape[-1], op.options.qlinear) if self._ort(g, op) else None
+        return SoftmaxData(mult, left_shift, diff_min, table)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        a = op.attrs
-        if "ort_table" in a:
+        o, p = op.options, op.prepared
+        if p.ort_table is not None:
             y = g.t(op.outputs[0])
-            return [ort.ort_softmax(xs[0], a["ort_table"], y.quant.s, y.quant.zp + a["ort_zp_offset"],
-                                   a["ort_zp_offset"] == 128, a["qlinear"])]
-        return [fp.softmax_s8(xs[0], a["mult"], a["left_shift"], a["diff_min"])]
+            return [ort.ort_softmax(xs[0], p.ort_table, y.quant.s, y.quant.zp + o.onnx_zp_offset,
+                                    o.onnx_zp_offset == 128, o.qlinear)]
+        return [fp.softmax_s8(xs[0], p.mult, p.left_shift, p.diff_min)]
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        x, y, a = g.t(op.inputs[0]), g.t(op.outputs[0]), op.attrs
-        ctx = dict(x=x, y=y, rows=x.size // x.shape[-1], row=x.shape[-1], ort=False, **a)
-        if "ort_table" in a:
-            bits = [f"0x{int(b):08x}u" for b in ort.f32_bits(a["ort_table"])]
-            ys = np.float32(np.floor(np.float32(1.0) / np.float32(y.quant.scale[0]))) if a["qlinear"] \
+        x, y, o, p = g.t(op.inputs[0]), g.t(op.outputs[0]), op.options, op.prepared
+        ctx = dict(x=x, y=y, rows=x.size // x.shape[-1], row=x.shape[-1], ort=False, mult=p.mult,
+                   left_shift=p.left_shift, diff_min=p.diff_min)
+        if p.ort_table is not None:
+            bits = [f"0x{int(b):08x}u" for b in ort.f32_bits(p.ort_table)]
+            ys = np.float32(np.floor(np.float32(1.0) / np.float32(y.quant.scale[0]))) if o.qlinear \
                 else np.float32(y.quant.scale[0])
             ctx.update(ort=True, table="\n    " + ",\n    ".join(", ".join(bits[i:i + 8]) for i in range(0, 256, 8)),
-                       ys_bits=int(ort.f32_bits([ys])[0]), zp_onnx=y.quant.zp + a["ort_zp_offset"],
-                       uint8=int(a["ort_zp_offset"] == 128), qlinear=int(a["qlinear"]))
+                       ys_bits=int(ort.f32_bits([ys])[0]), zp_onnx=y.quant.zp + o.onnx_zp_offset,
+                       uint8=int(o.onnx_zp_offset == 128), qlinear=int(o.qlinear))
         return ctx
 
     c_decls = """\
@@ -84,6 +114,13 @@ arm_softmax_s8({{ptr(x)}}, {{rows}}, {{row}}, {{mult}}, {{left_shift}}, {{diff_m
 {% endif %}"""
 
 
+@dataclass(frozen=True)
+class LogisticData:
+    """The compile-time constants (TFLM's CalculateArithmeticOpDataLogistic for int8)."""
+
+    q: dict                           # fixedpoint.logistic_params: input offset, range radius, multiplier, shift
+
+
 @register
 class Logistic(OpDef):
     kind = "LOGISTIC"
@@ -95,15 +132,15 @@ class Logistic(OpDef):
         problems = super().check(g, op)
         return problems or _needs_q8_output(g, op)
 
-    def prepare(self, g: Graph, op: Op) -> None:
+    def prepare(self, g: Graph, op: Op) -> LogisticData:
         x = g.t(op.inputs[0])
-        op.attrs["q"] = fp.logistic_params(x.quant.s, x.quant.zp)
+        return LogisticData(fp.logistic_params(x.quant.s, x.quant.zp))
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        return [fp.logistic_s8(xs[0], op.attrs["q"])]
+        return [fp.logistic_s8(xs[0], op.prepared.q)]
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), q=op.attrs["q"])
+        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), q=op.prepared.q)
 
     c_call = """\
 status = pockmcu_logistic_s8({{ptr(x)}}, {{x.size}}, {{q.input_offset}}, {{q.input_range_radius}},

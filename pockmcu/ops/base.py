@@ -3,11 +3,13 @@
 Every operator is one ``OpDef`` subclass in one module under ``pockmcu/ops``.
 It keeps together everything the pipeline needs to know about the operator:
 
-- ``tflite_ops`` / ``parse_tflite``: which TFLite builtins it handles and how
-  their options become IR attributes;
-- ``check``: dtype/attribute problems the compiler cannot handle (messages);
+- ``Options``: a frozen dataclass of the kind's options (``op.options``), which
+  ``parse_tflite`` returns for TFLite builtins and ``make_op`` builds for the ONNX
+  frontend and the training builder; ``operands`` names the input positions;
+- ``check``: dtype/option problems the compiler cannot handle (messages);
 - ``prepare``: compile-time constants (multipliers, shifts, activation range),
-  stored in ``op.attrs`` (TFLite Micro's Prepare step, done in Python);
+  returned as a frozen dataclass (``op.prepared``; TFLite Micro's Prepare step and
+  OpData, done in Python);
 - ``reference``: numpy implementation with the exact integer semantics;
 - ``macs`` and ``scratch_bytes``;
 - ``c_decls`` / ``c_call``: Jinja snippets for the generated C, and
@@ -29,7 +31,7 @@ from ..ir import Graph, Op
 class Window:
     """How an op's output rows/columns depend on its input: output position o reads input positions
     o * stride - pad + i * dilation for i < size (clipped to the tensor). Streaming (pockmcu/stream.py)
-    uses it to run an op on a spatial tile: the op's ``attrs["pads"]`` is then the tile's padding."""
+    uses it to run an op on a spatial tile: the op's ``prepared.pads`` is then the tile's padding."""
 
     size: tuple[int, int] = (1, 1)
     stride: tuple[int, int] = (1, 1)
@@ -61,12 +63,13 @@ def opdef(kind: str) -> "OpDef":
 
 
 def make_op(kind: str, name: str, inputs: list[str], outputs: list[str], location: str = "", **options) -> Op:
-    """An op of ``kind`` with its options: the kind's ``Options`` dataclass, or for a kind that has
-    none yet the untyped ``attrs``."""
-    d = REGISTRY.get(kind)
-    if d is not None and d.Options is not None:
-        return Op(kind=kind, name=name, inputs=inputs, outputs=outputs, location=location, options=d.Options(**options))
-    return Op(kind=kind, name=name, inputs=inputs, outputs=outputs, attrs=dict(options), location=location)
+    """An op of ``kind`` with its options built as the kind's ``Options`` dataclass."""
+    d = REGISTRY[kind]
+    if d.Options is None:
+        if options:
+            raise TypeError(f"{kind} takes no options, got {sorted(options)}")
+        return Op(kind=kind, name=name, inputs=inputs, outputs=outputs, location=location)
+    return Op(kind=kind, name=name, inputs=inputs, outputs=outputs, location=location, options=d.Options(**options))
 
 
 def operand(op: Op, name: str) -> str:
@@ -76,10 +79,27 @@ def operand(op: Op, name: str) -> str:
 
 
 def option_items(op: Op) -> dict:
-    """Every option of an op by name, typed or not (the scheduler scans them for parameters)."""
-    if op.options is not None:
-        return {f.name: getattr(op.options, f.name) for f in fields(op.options)}
-    return dict(op.attrs)
+    """Every option of an op by name (the scheduler scans them for parameters)."""
+    if op.options is None:
+        return {}
+    return {f.name: getattr(op.options, f.name) for f in fields(op.options)}
+
+
+def data_items(op: Op) -> dict:
+    """Options and prepared constants of an op by name (for comparisons in tests)."""
+    items = option_items(op)
+    if op.prepared is not None and hasattr(op.prepared, "__dataclass_fields__"):
+        items.update({f.name: getattr(op.prepared, f.name) for f in fields(op.prepared)})
+    return items
+
+
+def clamp_range(op: Op) -> tuple[int, int]:
+    """The int8 range an op's output is clamped to by its fused activation (-128..127 without one):
+    where the straight-through gradient is cut (``prepared.act_min/act_max``)."""
+    p = op.prepared
+    if p is not None and hasattr(p, "act_min"):
+        return int(p.act_min), int(p.act_max)
+    return -128, 127
 
 
 class OpDef:
@@ -101,7 +121,7 @@ class OpDef:
     #: dtypes accepted for (activation) inputs and outputs
     io_dtypes: ClassVar[tuple[str, ...]] = ("int8",)
     #: the kind's typed options (a frozen dataclass; the frontends and the training builder build
-    #: it with ``make_op``), or None for a kind still described by the untyped ``op.attrs``
+    #: it with ``make_op``), or None for a kind that takes none
     Options: ClassVar[type | None] = None
     #: names of the input positions (``operand(op, "weights")`` instead of ``op.inputs[1]``)
     operands: ClassVar[tuple[str, ...]] = ("input",)
@@ -115,8 +135,7 @@ class OpDef:
     tflite_options: ClassVar[str] = ""
 
     def parse_tflite(self, options: Any, op: Op, tensors: dict) -> Any:
-        """The TFLite builtin options object as this kind's ``Options`` (returned), or, for a kind
-        without one, written into ``op.attrs``."""
+        """The TFLite builtin options object as this kind's ``Options`` (None for a kind without)."""
 
     #: constant-foldable shape arithmetic: ``fold`` returns the output's value
     foldable: ClassVar[bool] = False
@@ -138,8 +157,8 @@ class OpDef:
         return problems
 
     def prepare(self, g: Graph, op: Op) -> Any:
-        """The compile-time constants (TFLite Micro's Prepare): a typed kind returns them (they
-        become ``op.prepared``); a kind without ``Options`` writes them into ``op.attrs``."""
+        """The compile-time constants (TFLite Micro's Prepare, as a frozen dataclass or None): they
+        become ``op.prepared``."""
 
     # -- semantics --------------------------------------------------------------------
     def reference(self, g: Graph, op: Op, xs: list[np.ndarray], rt=None) -> list[np.ndarray]:
@@ -171,7 +190,7 @@ class OpDef:
         """The spatial window of an NHWC op that can run on a tile of its output (None: it cannot).
 
         An op that returns a window must compute any tile exactly when given the input tile its
-        window needs, the tile's shapes and ``attrs["pads"]`` (see ``Window``)."""
+        window needs, the tile's shapes and ``prepared.pads`` (see ``Window``)."""
         return None
 
     # -- code generation ------------------------------------------------------------------

@@ -9,20 +9,45 @@ taps contribute nothing, so asymmetric SAME padding needs no special case.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
 from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
 from ..ir import Graph, Op, c_ident
-from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, opdef, register, same_or_valid_pads
+from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, opdef, operand, register, same_or_valid_pads
 from .training_ops import sgd_update
 
 PADDING = {0: "SAME", 1: "VALID"}
 
 
+@dataclass(frozen=True)
+class ConvOptions:
+    """CONV_2D and DEPTHWISE_CONV_2D options, as the model file gives them."""
+
+    stride: tuple[int, int]                          # (h, w)
+    dilation: tuple[int, int]                        # (h, w)
+    padding: str                                     # "SAME" | "VALID" (TFLite's rule)
+    activation: str                                  # fused: NONE, RELU, RELU6, RELU_N1_TO_1
+    pads: tuple[int, int, int, int] | None = None    # explicit (top, left, bottom, right) from ONNX
+    ch_mult: int = 1                                 # depthwise: output channels per input channel
+
+
+@dataclass(frozen=True, eq=False)
+class ConvData:
+    """What Prepare computes for CONV_2D / DEPTHWISE_CONV_2D (TFLite Micro's OpDataConv)."""
+
+    pads: tuple[int, int, int, int]                  # (top, left, bottom, right)
+    multiplier: np.ndarray                           # int32 per output channel
+    shift: np.ndarray                                # int32 per output channel
+    act_min: int
+    act_max: int
+
+
 def requant_params(g: Graph, op: Op) -> tuple[np.ndarray, np.ndarray]:
     """Per-output-channel (multiplier, shift) from s_in * s_w[c] / s_out, as TFLM computes them."""
-    x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+    x, w, y = g.t(op.inputs[0]), g.t(operand(op, "weights")), g.t(op.outputs[0])
     out_ch = y.shape[-1]
     ws = w.quant.scale if w.quant.per_channel else np.full(out_ch, w.quant.scale[0], np.float32)
     if g.numerics == "onnxruntime":     # float32 scale as mantissa/exponent (fixedpoint_ort.requantize_ort)
@@ -46,54 +71,51 @@ def conv_taps(xq: np.ndarray, zp: int, kh: int, kw: int, stride, dilation, pads,
 def finish(acc: np.ndarray, op: Op, g: Graph) -> np.ndarray:
     """Bias, per-channel requantization, zero point and activation clamp (the common epilogue)."""
     acc = acc.astype(np.int64)
-    if len(op.inputs) > 2 and op.inputs[2]:
-        acc = acc + g.t(op.inputs[2]).data.astype(np.int64)
-    a = op.attrs
+    if operand(op, "bias"):
+        acc = acc + g.t(operand(op, "bias")).data.astype(np.int64)
+    p = op.prepared
     requant = ort.requantize_ort if g.numerics == "onnxruntime" else fp.multiply_by_quantized_multiplier
-    out = requant(acc, a["multiplier"], a["shift"]) + g.t(op.outputs[0]).quant.zp
-    return np.clip(out, a["act_min"], a["act_max"]).astype(np.int8)
+    out = requant(acc, p.multiplier, p.shift) + g.t(op.outputs[0]).quant.zp
+    return np.clip(out, p.act_min, p.act_max).astype(np.int8)
 
 
 class _WindowOp(OpDef):
-    """Shared option parsing for ops with stride/dilation/padding/fused activation."""
+    """Shared options, checks and Prepare of CONV_2D and DEPTHWISE_CONV_2D."""
 
-    def parse_tflite(self, o, op: Op, tensors) -> None:
-        op.attrs.update(stride=(o.StrideH(), o.StrideW()), padding=PADDING[o.Padding()],
-                        activation=fused_activation(o.FusedActivationFunction()))
-        op.attrs["dilation"] = (o.DilationHFactor(), o.DilationWFactor())
+    Options = ConvOptions
+    operands = ("input", "weights", "bias")
 
-    def resolve_pads(self, g: Graph, op: Op) -> None:
-        a = op.attrs
-        if "pads" not in a:
-            x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
-            a["pads"] = same_or_valid_pads(a["padding"], x.shape[1:3], w.shape[1:3], a["stride"],
-                                           a["dilation"], y.shape[1:3])
+    def parse_tflite(self, o, op: Op, tensors) -> ConvOptions:
+        return ConvOptions(stride=(o.StrideH(), o.StrideW()), dilation=(o.DilationHFactor(), o.DilationWFactor()),
+                           padding=PADDING[o.Padding()], activation=fused_activation(o.FusedActivationFunction()))
 
     def window(self, g: Graph, op: Op) -> Window:
-        a = op.attrs
-        return Window(tuple(g.t(op.inputs[1]).shape[1:3]), tuple(a["stride"]), tuple(a["dilation"]), tuple(a["pads"]))
+        o = op.options
+        return Window(tuple(g.t(operand(op, "weights")).shape[1:3]), tuple(o.stride), tuple(o.dilation), tuple(op.prepared.pads))
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
-        a = op.attrs
-        if a["activation"] not in SUPPORTED_ACTIVATIONS:
-            problems.append(a["activation"])
-        w = g.t(op.inputs[1])
+        if op.options.activation not in SUPPORTED_ACTIVATIONS:
+            problems.append(op.options.activation)
+        w = g.t(operand(op, "weights"))
         if w.dtype != "int8" or w.data is None:
             problems.append(f"weights '{w.name}' are {w.dtype}{'' if w.is_const else ' and not constant'} (need constant int8)")
         elif w.quant is None or np.any(w.quant.zero_point != 0):
             problems.append(f"weights '{w.name}' need symmetric int8 quantization (zero point 0)")
-        if len(op.inputs) > 2 and op.inputs[2]:
-            b = g.t(op.inputs[2])
+        if operand(op, "bias"):
+            b = g.t(operand(op, "bias"))
             if b.dtype != "int32" or b.data is None:
                 problems.append(f"bias '{b.name}' is {b.dtype} (need constant int32)")
         return problems
 
-    def prepare(self, g: Graph, op: Op) -> None:
-        self.resolve_pads(g, op)
-        y = g.t(op.outputs[0])
-        op.attrs["multiplier"], op.attrs["shift"] = requant_params(g, op)
-        op.attrs["act_min"], op.attrs["act_max"] = fp.activation_range(op.attrs["activation"], y.quant.s, y.quant.zp)
+    def prepare(self, g: Graph, op: Op) -> ConvData:
+        o = op.options
+        x, w, y = g.t(op.inputs[0]), g.t(operand(op, "weights")), g.t(op.outputs[0])
+        pads = o.pads if o.pads is not None else same_or_valid_pads(o.padding, x.shape[1:3], w.shape[1:3], o.stride,
+                                                                    o.dilation, y.shape[1:3])
+        multiplier, shift = requant_params(g, op)
+        act_min, act_max = fp.activation_range(o.activation, y.quant.s, y.quant.zp)
+        return ConvData(tuple(pads), multiplier, shift, act_min, act_max)
 
     # CONV_2D and DEPTHWISE_CONV_2D differ only in the params struct and the kernel name.
     # Tile copies of one layer (pockmcu/stream.py) share its multiplier and shift arrays.
@@ -127,16 +149,16 @@ status = {{kernel}}({{ctx}}, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{p
                       "&{{n}}_filter_dims, &{{n}}_output_dims){% endif %}")
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        a = op.attrs
-        x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
-        has_bias = len(op.inputs) > 2 and bool(op.inputs[2])
+        o, p = op.options, op.prepared
+        x, w, y = g.t(op.inputs[0]), g.t(operand(op, "weights")), g.t(op.outputs[0])
+        has_bias = bool(operand(op, "bias"))
 
         return dict(params_type="cmsis_nn_conv_params", extra_fields="",
             q=c_ident(op.layer), declare=op.tile is None or op.tile.index == 0,
-            x=x, w=w, y=y, pads=a["pads"], stride=a["stride"], dilation=a["dilation"],
-            in_offset=-x.quant.zp, out_offset=y.quant.zp, act_min=a["act_min"], act_max=a["act_max"],
-            multiplier=cg.int_list(a["multiplier"]), shift=cg.int_list(a["shift"]),
-            bias=cg.const(op.inputs[2]) if has_bias else "NULL", weights=cg.const(op.inputs[1]),
+            x=x, w=w, y=y, pads=p.pads, stride=o.stride, dilation=o.dilation,
+            in_offset=-x.quant.zp, out_offset=y.quant.zp, act_min=p.act_min, act_max=p.act_max,
+            multiplier=cg.int_list(p.multiplier), shift=cg.int_list(p.shift),
+            bias=cg.const(operand(op, "bias")) if has_bias else "NULL", weights=cg.const(operand(op, "weights")),
             bias_c=y.shape[-1] if has_bias else 0, head=None, ort=int(g.numerics == "onnxruntime"))
 
 
@@ -152,37 +174,37 @@ class Conv2D(_WindowOp):
         param_backward(tb, op, "CONV_2D_GRAD_INPUT", "CONV_2D_WGRAD_UPDATE")
 
     def variant(self, g: Graph, op: Op, cg) -> str:
-        return "split" if cg.head(op.inputs[1]) else ""
+        return "split" if cg.head(operand(op, "weights")) else ""
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        return dict(super().c_context(g, op, cg), head=cg.head(op.inputs[1]))
+        return dict(super().c_context(g, op, cg), head=cg.head(operand(op, "weights")))
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
-        x, w = g.t(op.inputs[0]), g.t(op.inputs[1])
+        x, w = g.t(op.inputs[0]), g.t(operand(op, "weights"))
         if w.data is not None and w.shape[-1] != x.shape[-1]:
             problems.append(f"grouped convolution ({x.shape[-1]} input channels, filter depth {w.shape[-1]})")
         return problems
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         x = xs[0]
-        w = g.t(op.inputs[1]).data.astype(np.float64)
+        w = g.t(operand(op, "weights")).data.astype(np.float64)
         y = g.t(op.outputs[0])
-        a = op.attrs
+        o = op.options
         acc = np.zeros((x.shape[0], y.shape[1], y.shape[2], y.shape[3]), np.float64)
-        for i, j, patch in conv_taps(x, g.t(op.inputs[0]).quant.zp, w.shape[1], w.shape[2], a["stride"],
-                                     a["dilation"], a["pads"], y.shape[1:3]):
+        for i, j, patch in conv_taps(x, g.t(op.inputs[0]).quant.zp, w.shape[1], w.shape[2], o.stride,
+                                     o.dilation, op.prepared.pads, y.shape[1:3]):
             acc += patch @ w[:, i, j, :].T   # exact: |sum| < 2**53
         return [finish(acc, op, g)]
 
     def macs(self, g: Graph, op: Op) -> int:
-        w, y = g.t(op.inputs[1]), g.t(op.outputs[0])
+        w, y = g.t(operand(op, "weights")), g.t(op.outputs[0])
         return int(np.prod(y.shape[1:])) * int(np.prod(w.shape[1:]))
 
     def describe(self, g: Graph, op: Op) -> str:
-        w, a = g.t(op.inputs[1]), op.attrs
-        return (f"CONV_2D {w.shape[1]}x{w.shape[2]} stride {a['stride'][0]}x{a['stride'][1]} "
-                f"dilation {a['dilation'][0]}x{a['dilation'][1]} {a['padding']} {a['activation']}: "
+        w, a = g.t(operand(op, "weights")), op.options
+        return (f"CONV_2D {w.shape[1]}x{w.shape[2]} stride {a.stride[0]}x{a.stride[1]} "
+                f"dilation {a.dilation[0]}x{a.dilation[1]} {a.padding} {a.activation}: "
                 f"{list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
 
 
@@ -194,46 +216,45 @@ class DepthwiseConv2D(_WindowOp):
     kernel = "arm_depthwise_conv_wrapper_s8"
     c_status = True
 
-    def parse_tflite(self, o, op: Op, tensors) -> None:
-        super().parse_tflite(o, op, tensors)
-        x, w = tensors[op.inputs[0]], tensors[op.inputs[1]]
-        op.attrs["ch_mult"] = w.shape[3] // max(x.shape[3], 1)
+    def parse_tflite(self, o, op: Op, tensors) -> ConvOptions:
+        x, w = tensors[op.inputs[0]], tensors[operand(op, "weights")]
+        return replace(super().parse_tflite(o, op, tensors), ch_mult=w.shape[3] // max(x.shape[3], 1))
 
     def backward(self, tb, op: Op) -> None:
         param_backward(tb, op, "DEPTHWISE_CONV_2D_GRAD_INPUT", "DEPTHWISE_CONV_2D_WGRAD_UPDATE")
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
-        x, w = g.t(op.inputs[0]), g.t(op.inputs[1])
-        if w.shape[0] != 1 or w.shape[3] != x.shape[3] * op.attrs["ch_mult"]:
+        x, w = g.t(op.inputs[0]), g.t(operand(op, "weights"))
+        if w.shape[0] != 1 or w.shape[3] != x.shape[3] * op.options.ch_mult:
             problems.append(f"depthwise weights of shape {list(w.shape)} do not match input {list(x.shape)}")
         return problems
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         x = xs[0]
-        w = g.t(op.inputs[1]).data.astype(np.float64)
+        w = g.t(operand(op, "weights")).data.astype(np.float64)
         y = g.t(op.outputs[0])
-        a = op.attrs
-        m = a["ch_mult"]
+        o = op.options
+        m = o.ch_mult
         acc = np.zeros((x.shape[0],) + y.shape[1:], np.float64)
-        for i, j, patch in conv_taps(x, g.t(op.inputs[0]).quant.zp, w.shape[1], w.shape[2], a["stride"],
-                                     a["dilation"], a["pads"], y.shape[1:3]):
+        for i, j, patch in conv_taps(x, g.t(op.inputs[0]).quant.zp, w.shape[1], w.shape[2], o.stride,
+                                     o.dilation, op.prepared.pads, y.shape[1:3]):
             acc += np.repeat(patch, m, axis=-1) * w[0, i, j, :]   # output channel c*m+k reads input channel c
         return [finish(acc, op, g)]
 
     def macs(self, g: Graph, op: Op) -> int:
-        w, y = g.t(op.inputs[1]), g.t(op.outputs[0])
+        w, y = g.t(operand(op, "weights")), g.t(op.outputs[0])
         return int(np.prod(y.shape[1:])) * w.shape[1] * w.shape[2]
 
     def describe(self, g: Graph, op: Op) -> str:
-        w, a = g.t(op.inputs[1]), op.attrs
-        return (f"DEPTHWISE_CONV_2D {w.shape[1]}x{w.shape[2]} x{a['ch_mult']} stride {a['stride'][0]}x{a['stride'][1]} "
-                f"dilation {a['dilation'][0]}x{a['dilation'][1]} {a['padding']} {a['activation']}: "
+        w, a = g.t(operand(op, "weights")), op.options
+        return (f"DEPTHWISE_CONV_2D {w.shape[1]}x{w.shape[2]} x{a.ch_mult} stride {a.stride[0]}x{a.stride[1]} "
+                f"dilation {a.dilation[0]}x{a.dilation[1]} {a.padding} {a.activation}: "
                 f"{list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         return dict(super().c_context(g, op, cg), params_type="cmsis_nn_dw_conv_params",
-                    extra_fields=f" .ch_mult = {op.attrs['ch_mult']},")
+                    extra_fields=f" .ch_mult = {op.options.ch_mult},")
 
 
 # -- training: gradient rules and the backward ops of CONV_2D / DEPTHWISE_CONV_2D -------------------
@@ -241,7 +262,7 @@ class DepthwiseConv2D(_WindowOp):
 
 def weight_scales(g: Graph, op: Op) -> np.ndarray:
     """Per-output-channel float32 weight scales (a per-tensor scale broadcast)."""
-    w, out_ch = g.t(op.inputs[1]), g.t(op.outputs[0]).shape[-1]
+    w, out_ch = g.t(operand(op, "weights")), g.t(op.outputs[0]).shape[-1]
     return np.broadcast_to(w.quant.scale.astype(np.float32), (out_ch,)).copy()
 
 
@@ -255,8 +276,8 @@ def update_coefs(g: Graph, op: Op, qas: bool) -> tuple[np.ndarray, np.ndarray]:
     """
     sx = float(g.t(op.inputs[0]).quant.s)
     sw = weight_scales(g, op).astype(np.float64)
-    if len(op.inputs) > 2 and op.inputs[2] and g.t(op.inputs[2]).quant is not None:
-        sb = np.broadcast_to(g.t(op.inputs[2]).quant.scale.astype(np.float64), sw.shape)
+    if operand(op, "bias") and g.t(operand(op, "bias")).quant is not None:
+        sb = np.broadcast_to(g.t(operand(op, "bias")).quant.scale.astype(np.float64), sw.shape)
     else:
         sb = sx * sw
     wcoef = sx / sw if qas else sx * sw
@@ -284,10 +305,10 @@ def param_backward(tb, op: Op, grad_input_kind: str, wgrad_kind: str, in_rows=No
             g.t(saved).quant = xt.quant
             tb.save_before(op, "SLICE", f"{op.name}_save_input", [x], [saved], outer=outer, row=row, offset=0,
                            chunk=u.channels)
-        tb.emit(wgrad_kind, f"{op.name}_wgrad_update", [saved, dz], [], layer=op, weights=op.inputs[1],
+        tb.emit(wgrad_kind, f"{op.name}_wgrad_update", [saved, dz], [], layer=op, weights=operand(op, "weights"),
                 channel_begin=0, channels=u.channels, coef=wcoef)
     if u and u.bias:
-        tb.emit("BIAS_UPDATE", f"{op.name}_bias_update", [dz], [], bias=op.inputs[2], coef=bcoef)
+        tb.emit("BIAS_UPDATE", f"{op.name}_bias_update", [dz], [], bias=operand(op, "bias"), coef=bcoef)
     if tb.needs_grad(x):
         dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
         tb.emit(grad_input_kind, f"{op.name}_grad_input", [dz], [dx], layer=op)
@@ -295,8 +316,8 @@ def param_backward(tb, op: Op, grad_input_kind: str, wgrad_kind: str, in_rows=No
 
 
 def is_1x1(g: Graph, op: Op) -> bool:
-    a, w = op.attrs, g.t(op.inputs[1])
-    return (tuple(w.shape[1:3]) == (1, 1) and tuple(a["stride"]) == (1, 1) and not any(a["pads"])
+    a, w = op.options, g.t(operand(op, "weights"))
+    return (tuple(w.shape[1:3]) == (1, 1) and tuple(a.stride) == (1, 1) and not any(op.prepared.pads)
             and w.shape[-1] == g.t(op.inputs[0]).shape[-1])
 
 
@@ -308,24 +329,45 @@ def _padded_grad(x_shape, pads, stride, dilation, k_hw):
 
 
 def _tap_slices(i, j, a, out_hw):
-    r0, c0 = i * a["dilation"][0], j * a["dilation"][1]
-    return (slice(None), slice(r0, r0 + a["stride"][0] * (out_hw[0] - 1) + 1, a["stride"][0]),
-            slice(c0, c0 + a["stride"][1] * (out_hw[1] - 1) + 1, a["stride"][1]), slice(None))
+    r0, c0 = i * a.dilation[0], j * a.dilation[1]
+    return (slice(None), slice(r0, r0 + a.stride[0] * (out_hw[0] - 1) + 1, a.stride[0]),
+            slice(c0, c0 + a.stride[1] * (out_hw[1] - 1) + 1, a.stride[1]), slice(None))
 
 
 def _crop(dxp, x_shape, pads):
     return dxp[:, pads[0]:pads[0] + x_shape[1], pads[1]:pads[1] + x_shape[2], :]
 
 
+@dataclass(frozen=True, eq=False)
+class LayerGrad:
+    """A backward op of a forward layer: which layer (its options and prepared data are read)."""
+
+    layer: Op
+
+
+@dataclass(frozen=True, eq=False)
+class WeightUpdate:
+    """A fused weight gradient + update: of which layer, which RAM tensor, which input channels, and
+    the per-output-channel factor from the kernel's raw sums to the stored integers (update_coefs)."""
+
+    layer: Op
+    weights: str
+    channel_begin: int
+    channels: int
+    coef: np.ndarray
+
+
 class _GradOp(OpDef):
-    """A backward op attached to a forward layer (attrs['layer'])."""
+    """A backward op attached to a forward layer (options.layer)."""
+
+    Options = LayerGrad
 
     io_dtypes = ("float32", "int8")
 
     def layer_ctx(self, g: Graph, op: Op, cg) -> dict:
-        f = op.attrs["layer"]
-        return dict(layer=f.name, x=g.t(f.inputs[0]), w=g.t(f.inputs[1]), y=g.t(f.outputs[0]),
-                    weights=cg.const(f.inputs[1]), scales=cg.float_list(weight_scales(g, f)))
+        f = op.options.layer
+        return dict(layer=f.name, x=g.t(f.inputs[0]), w=g.t(operand(f, "weights")), y=g.t(f.outputs[0]),
+                    weights=cg.const(operand(f, "weights")), scales=cg.float_list(weight_scales(g, f)))
 
 
 @register
@@ -336,25 +378,25 @@ class Conv2DGradInput(_GradOp):
 
     def macs(self, g: Graph, op: Op) -> int:
         """One multiply-accumulate per forward MAC: dx = dz (*) w transposed."""
-        f = op.attrs["layer"]
+        f = op.options.layer
         return opdef(f.kind).macs(g, f)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        f = op.attrs["layer"]
-        a, xshape = f.attrs, (xs[0].shape[0],) + g.t(f.inputs[0]).shape[1:]
-        w = g.t(f.inputs[1]).data.astype(np.float64) * weight_scales(g, f).astype(np.float64)[:, None, None, None]
+        f = op.options.layer
+        a, xshape = f.options, (xs[0].shape[0],) + g.t(f.inputs[0]).shape[1:]
+        w = g.t(operand(f, "weights")).data.astype(np.float64) * weight_scales(g, f).astype(np.float64)[:, None, None, None]
         dz = xs[0].astype(np.float64)
-        dxp = _padded_grad(xshape, a["pads"], a["stride"], a["dilation"], w.shape[1:3])
+        dxp = _padded_grad(xshape, f.prepared.pads, a.stride, a.dilation, w.shape[1:3])
         for i in range(w.shape[1]):
             for j in range(w.shape[2]):
                 dxp[_tap_slices(i, j, a, dz.shape[1:3])] += dz @ w[:, i, j, :]
-        return [_crop(dxp, xshape, a["pads"])]
+        return [_crop(dxp, xshape, f.prepared.pads)]
 
     def variant(self, g: Graph, op: Op, cg) -> str:
-        return "split" if cg.head(op.attrs["layer"].inputs[1]) else ""
+        return "split" if cg.head(operand(op.options.layer, "weights")) else ""
 
     def c_context(self, g, op, cg):
-        head = cg.head(op.attrs["layer"].inputs[1])
+        head = cg.head(operand(op.options.layer, "weights"))
         return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]),
                     head=head[0] if head else "NULL", head_c=head[1] if head else 0)
 
@@ -375,32 +417,34 @@ class Conv2DWgradUpdate(_GradOp):
     """Weight gradient of the trainable input channels, fused with the update (no gradient tensor)."""
 
     kind = "CONV_2D_WGRAD_UPDATE"
+    operands = ("saved_input", "output_grad")
+    Options = WeightUpdate
     role = "update"
     kernel = "pockmcu_conv_wgrad_update_s8"
     c_status = True
 
     def macs(self, g: Graph, op: Op) -> int:
         """Per trained weight, one MAC per output position: dz x saved input over the taps."""
-        w, dz = g.t(op.attrs["weights"]), g.t(op.inputs[1])
-        return int(np.prod(dz.shape[1:3])) * w.shape[0] * w.shape[1] * w.shape[2] * op.attrs["channels"]
+        w, dz = g.t(op.options.weights), g.t(operand(op, "output_grad"))
+        return int(np.prod(dz.shape[1:3])) * w.shape[0] * w.shape[1] * w.shape[2] * op.options.channels
 
     def raw_grad(self, g: Graph, op: Op, xs) -> np.ndarray:
-        f = op.attrs["layer"]
+        f = op.options.layer
         saved, dz = xs
-        a, w = f.attrs, g.t(f.inputs[1])
-        k = op.attrs["channels"]
+        a, w = f.options, g.t(operand(f, "weights"))
+        k = op.options.channels
         d2 = dz.reshape(-1, dz.shape[-1]).astype(np.float64)
         grad = np.zeros(w.shape[:3] + (k,))
-        for i, j, patch in conv_taps(saved, g.t(op.inputs[0]).quant.zp, w.shape[1], w.shape[2], a["stride"],
-                                     a["dilation"], a["pads"], dz.shape[1:3]):
+        for i, j, patch in conv_taps(saved, g.t(op.inputs[0]).quant.zp, w.shape[1], w.shape[2], a.stride,
+                                     a.dilation, f.prepared.pads, dz.shape[1:3]):
             grad[:, i, j, :] = d2.T @ patch.reshape(-1, k)
         return grad
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        w = g.t(op.attrs["weights"])
-        b, k = op.attrs["channel_begin"], op.attrs["channels"]
+        w = g.t(op.options.weights)
+        b, k = op.options.channel_begin, op.options.channels
         grad = self.raw_grad(g, op, xs)
-        coef = np.repeat(op.attrs["coef"], grad[0].size)
+        coef = np.repeat(op.options.coef, grad[0].size)
         part = w.data[..., b:b + k]
         new = sgd_update(part, grad, coef, rt, w.name, -127, 127).reshape(part.shape)
         rt.params[w.name] = w.data.copy()
@@ -408,21 +452,21 @@ class Conv2DWgradUpdate(_GradOp):
         return []
 
     def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
-        w = g.t(op.attrs["weights"])
-        return 4 * w.shape[1] * w.shape[2] * op.attrs["channels"]
+        w = g.t(op.options.weights)
+        return 4 * w.shape[1] * w.shape[2] * op.options.channels
 
     # A split-stored filter (codegen.CodeGen.head) is updated in its RAM rows of k: filter dims
     # {O, KH, KW, k} (head_dims) and channel_begin 0; otherwise the whole RAM tensor at channel_begin.
     def c_context(self, g, op, cg):
         saved = g.t(op.inputs[0])
-        head = cg.head(op.attrs["weights"])
-        ctx = dict(self.layer_ctx(g, op, cg), saved=saved, dz=g.t(op.inputs[1]), begin=op.attrs["channel_begin"],
-                   weights=cg.param(op.attrs["weights"]), coef=cg.float_list(op.attrs["coef"]),
-                   **cg.optimizer_args(op.attrs["weights"]), head=head, stored_shape=None)
+        head = cg.head(op.options.weights)
+        ctx = dict(self.layer_ctx(g, op, cg), saved=saved, dz=g.t(operand(op, "output_grad")), begin=op.options.channel_begin,
+                   weights=cg.param(op.options.weights), coef=cg.float_list(op.options.coef),
+                   **cg.optimizer_args(op.options.weights), head=head, stored_shape=None)
         ctx["filter_dims"] = f"{c_ident(op.name)}_head_dims" if head else f"{ctx['layer']}_filter_dims"
         if head:
-            assert op.attrs["channel_begin"] == 0
-            ctx["stored_shape"] = cg.train.stored_shape(op.attrs["weights"])
+            assert op.options.channel_begin == 0
+            ctx["stored_shape"] = cg.train.stored_shape(op.options.weights)
         return ctx
 
     c_decls = """\
@@ -446,35 +490,35 @@ class DepthwiseGradInput(_GradOp):
     c_status = True
 
     def macs(self, g: Graph, op: Op) -> int:
-        f = op.attrs["layer"]
+        f = op.options.layer
         return opdef(f.kind).macs(g, f)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        f = op.attrs["layer"]
-        a, xshape = f.attrs, (xs[0].shape[0],) + g.t(f.inputs[0]).shape[1:]
-        m = a["ch_mult"]
-        w = g.t(f.inputs[1]).data.astype(np.float64)[0] * weight_scales(g, f).astype(np.float64)
+        f = op.options.layer
+        a, xshape = f.options, (xs[0].shape[0],) + g.t(f.inputs[0]).shape[1:]
+        m = a.ch_mult
+        w = g.t(operand(f, "weights")).data.astype(np.float64)[0] * weight_scales(g, f).astype(np.float64)
         dz = xs[0].astype(np.float64)
-        dxp = _padded_grad(xshape, a["pads"], a["stride"], a["dilation"], w.shape[0:2])
+        dxp = _padded_grad(xshape, f.prepared.pads, a.stride, a.dilation, w.shape[0:2])
         for i in range(w.shape[0]):
             for j in range(w.shape[1]):
                 contrib = (dz * w[i, j]).reshape(dz.shape[:3] + (xshape[3], m)).sum(axis=-1)
                 dxp[_tap_slices(i, j, a, dz.shape[1:3])] += contrib
-        return [_crop(dxp, xshape, a["pads"])]
+        return [_crop(dxp, xshape, f.prepared.pads)]
 
     # Stride 1, ch_mult 1: dx may be written over dz when dz dies here (the planner decides); then the
     # row-by-row kernel (same bits, a small ring of rows as scratch) runs. That halves the peak of a
     # depthwise backward step.
     def shared_inputs(self, g: Graph, op: Op) -> tuple[int, ...]:
-        f = op.attrs["layer"]
+        f = op.options.layer
         same = g.t(op.inputs[0]).shape == g.t(op.outputs[0]).shape
-        return (0,) if tuple(f.attrs["stride"]) == (1, 1) and same and f.attrs["ch_mult"] == 1 else ()
+        return (0,) if tuple(f.options.stride) == (1, 1) and same and f.options.ch_mult == 1 else ()
 
     def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
         if not in_place:
             return 0
-        f = op.attrs["layer"]
-        kh, dil, pad = g.t(f.inputs[1]).shape[1], f.attrs["dilation"][0], f.attrs["pads"][0]
+        f = op.options.layer
+        kh, dil, pad = g.t(operand(f, "weights")).shape[1], f.options.dilation[0], f.prepared.pads[0]
         x = g.t(f.inputs[0])
         # a ring of rows for a block of up to 16 channels (POCKMCU_DW_GRAD_ROWS_BLOCK)
         return max((kh - 1) * dil - pad + 1, 1) * x.shape[2] * min(x.shape[3], 16) * 4
@@ -505,28 +549,28 @@ class DepthwiseWgradUpdate(Conv2DWgradUpdate):
     kernel = "pockmcu_depthwise_conv_wgrad_update_s8"
 
     def macs(self, g: Graph, op: Op) -> int:
-        w, dz = g.t(op.attrs["weights"]), g.t(op.inputs[1])
-        m = op.attrs["layer"].attrs["ch_mult"]
-        return int(np.prod(dz.shape[1:3])) * w.shape[1] * w.shape[2] * op.attrs["channels"] * m
+        w, dz = g.t(op.options.weights), g.t(operand(op, "output_grad"))
+        m = op.options.layer.options.ch_mult
+        return int(np.prod(dz.shape[1:3])) * w.shape[1] * w.shape[2] * op.options.channels * m
 
     def raw_grad(self, g: Graph, op: Op, xs) -> np.ndarray:
-        f = op.attrs["layer"]
+        f = op.options.layer
         saved, dz = xs
-        a, w = f.attrs, g.t(f.inputs[1])
-        m, b, k = a["ch_mult"], op.attrs["channel_begin"], op.attrs["channels"]
+        a, w = f.options, g.t(operand(f, "weights"))
+        m, b, k = a.ch_mult, op.options.channel_begin, op.options.channels
         d = dz[..., b * m:(b + k) * m].astype(np.float64)
         grad = np.zeros((w.shape[1], w.shape[2], k * m))
-        for i, j, patch in conv_taps(saved, g.t(op.inputs[0]).quant.zp, w.shape[1], w.shape[2], a["stride"],
-                                     a["dilation"], a["pads"], dz.shape[1:3]):
+        for i, j, patch in conv_taps(saved, g.t(op.inputs[0]).quant.zp, w.shape[1], w.shape[2], a.stride,
+                                     a.dilation, f.prepared.pads, dz.shape[1:3]):
             grad[i, j] = (np.repeat(patch, m, axis=-1) * d).reshape(-1, k * m).sum(axis=0)
         return grad
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        f = op.attrs["layer"]
-        w = g.t(op.attrs["weights"])
-        m, b, k = f.attrs["ch_mult"], op.attrs["channel_begin"], op.attrs["channels"]
+        f = op.options.layer
+        w = g.t(op.options.weights)
+        m, b, k = f.options.ch_mult, op.options.channel_begin, op.options.channels
         grad = self.raw_grad(g, op, xs)
-        coef = np.tile(op.attrs["coef"][b * m:(b + k) * m], grad.shape[0] * grad.shape[1])
+        coef = np.tile(op.options.coef[b * m:(b + k) * m], grad.shape[0] * grad.shape[1])
         part = w.data[0, :, :, b * m:(b + k) * m]
         new = sgd_update(part, grad, coef, rt, w.name, -127, 127).reshape(part.shape)
         rt.params[w.name] = w.data.copy()
@@ -536,7 +580,7 @@ class DepthwiseWgradUpdate(Conv2DWgradUpdate):
     def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
         """What pockmcu_depthwise_conv_wgrad_update_s8_get_buffer_size asks for: one float per filter
         column (an upper bound; the kernel works tap by tap on the trained columns)."""
-        return 4 * g.t(op.attrs["weights"]).shape[3]
+        return 4 * g.t(op.options.weights).shape[3]
 
     c_call = """\
 status = pockmcu_depthwise_conv_wgrad_update_s8({{ctx}}, &{{layer}}_params, &{{n}}_input_dims, {{ptr(saved)}},

@@ -7,9 +7,25 @@ plus zp_out, clamped to the fused activation range.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import fixedpoint as fp
 from ..ir import Graph, Op
 from .base import POINTWISE, SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, register
+
+
+@dataclass(frozen=True)
+class AddOptions:
+    activation: str = "NONE"          # the fused activation (base.ACTIVATIONS)
+
+
+@dataclass(frozen=True)
+class AddData:
+    """The compile-time constants (TFLM's OpDataAdd for int8, CalculateOpDataAdd)."""
+
+    q: dict                           # fixedpoint.add_params: offsets, left shift, multipliers and shifts
+    act_min: int                      # the fused activation's clamp range in the output's int8 values
+    act_max: int
 
 
 @register
@@ -17,17 +33,19 @@ class Add(OpDef):
     kind = "ADD"
     tflite_ops = ("ADD",)
     tflite_options = "AddOptions"
+    Options = AddOptions
+    operands = ("input1", "input2")
     kernel = "arm_elementwise_add_s8"
     may_share_input = (0, 1)  # element-wise in order: the output may overwrite a dying input
     c_status = True
 
-    def parse_tflite(self, o, op: Op, tensors) -> None:
-        op.attrs["activation"] = fused_activation(o.FusedActivationFunction()) if o else "NONE"
+    def parse_tflite(self, o, op: Op, tensors) -> AddOptions:
+        return AddOptions(activation=fused_activation(o.FusedActivationFunction()) if o else "NONE")
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
-        if op.attrs["activation"] not in SUPPORTED_ACTIVATIONS:
-            problems.append(op.attrs["activation"])
+        if op.options.activation not in SUPPORTED_ACTIVATIONS:
+            problems.append(op.options.activation)
         a, b = (g.t(i) for i in op.inputs[:2])
         if a.shape != b.shape:
             problems.append(f"broadcasting ADD {list(a.shape)} + {list(b.shape)} (only equal shapes)")
@@ -35,16 +53,17 @@ class Add(OpDef):
             problems.append("ADD with a constant operand")
         return problems
 
-    def prepare(self, g: Graph, op: Op) -> None:
+    def prepare(self, g: Graph, op: Op) -> AddData:
         a, b, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
-        op.attrs["q"] = fp.add_params(a.quant.s, a.quant.zp, b.quant.s, b.quant.zp, y.quant.s, y.quant.zp)
-        op.attrs["act_min"], op.attrs["act_max"] = fp.activation_range(op.attrs["activation"], y.quant.s, y.quant.zp)
+        q = fp.add_params(a.quant.s, a.quant.zp, b.quant.s, b.quant.zp, y.quant.s, y.quant.zp)
+        return AddData(q, *fp.activation_range(op.options.activation, y.quant.s, y.quant.zp))
 
     def window(self, g: Graph, op: Op) -> Window:
         return POINTWISE
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        return [fp.add_s8(xs[0], xs[1], op.attrs["q"], op.attrs["act_min"], op.attrs["act_max"])]
+        p = op.prepared
+        return [fp.add_s8(xs[0], xs[1], p.q, p.act_min, p.act_max)]
 
     def backward(self, tb, op: Op) -> None:
         """y = a + b in real values (requantization is straight-through): both get dz; the second
@@ -63,8 +82,9 @@ class Add(OpDef):
                 given = True
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        return dict(a=g.t(op.inputs[0]), b=g.t(op.inputs[1]), y=g.t(op.outputs[0]), q=op.attrs["q"],
-                    act_min=op.attrs["act_min"], act_max=op.attrs["act_max"])
+        p = op.prepared
+        return dict(a=g.t(op.inputs[0]), b=g.t(op.inputs[1]), y=g.t(op.outputs[0]), q=p.q,
+                    act_min=p.act_min, act_max=p.act_max)
 
     c_call = """\
 status = arm_elementwise_add_s8({{ptr(a)}}, {{ptr(b)}},

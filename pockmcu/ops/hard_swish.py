@@ -25,6 +25,7 @@ import numpy as np
 from .. import fixedpoint as fp
 from ..ir import Graph, Op
 from .base import POINTWISE, OpDef, Window, register
+from .conv import LayerGrad
 
 F32 = np.float32
 I16_MIN, I16_MAX = -(1 << 15), (1 << 15) - 1
@@ -179,6 +180,7 @@ class HardSwishGrad(OpDef):
     """The backward of HARD_SWISH: inputs the forward's saved int8 input and the output gradient."""
 
     kind = "HARD_SWISH_GRAD"
+    Options = LayerGrad
     kernel = "pockmcu_hard_swish_grad_f32"
     io_dtypes = ("int8", "float32")
     may_share_input = (1,)  # reads grad_output[k] before it writes grad_input[k]

@@ -10,6 +10,8 @@ pockmcu/frontend/onnx/layout.py).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..ir import Graph, Op
@@ -22,18 +24,26 @@ def perm4(perm) -> list[int]:
     return list(range(4 - r)) + [int(p) + 4 - r for p in perm]
 
 
+@dataclass(frozen=True)
+class Permutation:
+    """TRANSPOSE's options: output axis k is input axis perm[k] (rank <= 4, perm[0] == 0)."""
+
+    perm: tuple[int, ...] = ()
+
+
 @register
 class Transpose(OpDef):
     """y = x.transpose(perm), int8, rank <= 4, the batch axis stays first (perm[0] == 0)."""
 
     kind = "TRANSPOSE"
+    Options = Permutation
     kernel = "pockmcu_transpose_s8"
     c_status = True
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-        perm = list(op.attrs.get("perm", ()))
+        perm = list(op.options.perm)
         if sorted(perm) != list(range(len(x.shape))):
             problems.append(f"perm {perm} is not a permutation of the {len(x.shape)} axes")
         elif len(perm) > 4:
@@ -47,13 +57,13 @@ class Transpose(OpDef):
         return problems
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        return [np.ascontiguousarray(xs[0].transpose(op.attrs["perm"]))]
+        return [np.ascontiguousarray(xs[0].transpose(op.options.perm))]
 
     def describe(self, g: Graph, op: Op) -> str:
-        return f"TRANSPOSE {list(op.attrs['perm'])}: {list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}"
+        return f"TRANSPOSE {list(op.options.perm)}: {list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}"
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), perm=", ".join(map(str, perm4(op.attrs["perm"]))))
+        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), perm=", ".join(map(str, perm4(op.options.perm))))
 
     c_decls = """\
 static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};

@@ -8,6 +8,8 @@ activation range.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import fixedpoint as fp
@@ -31,30 +33,71 @@ def pool_taps(x: np.ndarray, fh: int, fw: int, stride, pads, out_hw):
             yield xp[sl], mask[sl]
 
 
+@dataclass(frozen=True)
+class PoolOptions:
+    """AVERAGE_POOL_2D / MAX_POOL_2D / AVERAGE_POOL_REQUANT: the window, its padding and the fused
+    activation. ``pads`` (top, left, bottom, right) is given by the ONNX frontend (``padding`` is
+    then EXPLICIT or VALID); from TFLite it is None and Prepare computes it from SAME/VALID."""
+
+    filter: tuple[int, int]
+    stride: tuple[int, int]
+    padding: str = "VALID"
+    activation: str = "NONE"
+    pads: tuple[int, int, int, int] | None = None
+    onnx_zp_offset: int = 0      # +128 for a uint8 ONNX output (onnxruntime adds the zero point in float)
+
+
+@dataclass(frozen=True, eq=False)
+class OrtPool:
+    """onnxruntime's average pooling tables (see ort_pool_prepare)."""
+
+    dq: np.ndarray               # float32: the dequantized value of every int8 input (index x + 128)
+    zp_offset: int               # the output zero point's offset to the model's own domain (uint8: 128)
+    zp_onnx: int                 # the output zero point in the model's own domain
+
+
+@dataclass(frozen=True, eq=False)
+class PoolData:
+    """The compile-time constants of AVERAGE_POOL_2D / MAX_POOL_2D (a streamed tile: its own pads)."""
+
+    pads: tuple[int, int, int, int]     # top, left, bottom, right
+    act_min: int
+    act_max: int
+    ort: OrtPool | None = None          # onnxruntime numerics (average pooling): computed in float32
+
+
+def pool_pads(g: Graph, op: Op) -> tuple[int, int, int, int]:
+    """The frontend's explicit pads, else TFLite's SAME/VALID padding of the window."""
+    o = op.options
+    if o.pads is not None:
+        return o.pads
+    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+    return same_or_valid_pads(o.padding, x.shape[1:3], o.filter, o.stride, (1, 1), y.shape[1:3])
+
+
 # -- onnxruntime numerics: QLinearAveragePool in float32 (fixedpoint_ort.ort_avgpool, pockmcu_avgpool_ort_s8) --
 
-def ort_pool_prepare(g: Graph, op: Op) -> None:
+def ort_pool_prepare(g: Graph, op: Op) -> OrtPool:
     """Compile-time tables of onnxruntime's average pooling: the dequantized value of every int8 input
     and the output scale and zero point as float32 bit patterns (zero point in the model's own domain:
     the frontend records +128 for a uint8 output as onnx_zp_offset)."""
-    x, y, a = g.t(op.inputs[0]), g.t(op.outputs[0]), op.attrs
-    a["ort_dq"] = ort.ort_dequantize_table(x.quant.s, x.quant.zp)
-    a["ort_zp_offset"] = int(a.get("onnx_zp_offset", 0))
-    a["ort_zp_onnx"] = y.quant.zp + a["ort_zp_offset"]
+    x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+    offset = int(op.options.onnx_zp_offset)
+    return OrtPool(ort.ort_dequantize_table(x.quant.s, x.quant.zp), offset, y.quant.zp + offset)
 
 
 def ort_pool_reference(g: Graph, op: Op, xs) -> np.ndarray:
-    a, y = op.attrs, g.t(op.outputs[0])
-    return ort.ort_avgpool(pool_taps(xs[0], *a["filter"], a["stride"], a["pads"], y.shape[1:3]), a["ort_dq"],
-                          y.quant.s, a["ort_zp_onnx"], a["ort_zp_offset"], a["act_min"], a["act_max"])
+    o, p, y = op.options, op.prepared, g.t(op.outputs[0])
+    return ort.ort_avgpool(pool_taps(xs[0], *o.filter, o.stride, p.pads, y.shape[1:3]), p.ort.dq,
+                          y.quant.s, p.ort.zp_onnx, p.ort.zp_offset, p.act_min, p.act_max)
 
 
 def ort_pool_context(g: Graph, op: Op, cg) -> dict:
-    a, y = op.attrs, g.t(op.outputs[0])
-    bits = [f"0x{int(b):08x}u" for b in ort.f32_bits(a["ort_dq"])]
+    r, y = op.prepared.ort, g.t(op.outputs[0])
+    bits = [f"0x{int(b):08x}u" for b in ort.f32_bits(r.dq)]
     return dict(ort=True, dq_bits="\n    " + ",\n    ".join(", ".join(bits[i:i + 8]) for i in range(0, 256, 8)) + "\n",
-                scale_bits=int(ort.f32_bits(y.quant.scale[:1])[0]), zp_bits=int(ort.f32_bits([a["ort_zp_onnx"]])[0]),
-                zp_offset=a["ort_zp_offset"])
+                scale_bits=int(ort.f32_bits(y.quant.scale[:1])[0]), zp_bits=int(ort.f32_bits([r.zp_onnx])[0]),
+                zp_offset=r.zp_offset)
 
 
 ORT_POOL_DECLS = """\
@@ -68,44 +111,42 @@ status = pockmcu_avgpool_ort_s8(&{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{
 
 class _Pool(OpDef):
     tflite_options = "Pool2DOptions"
+    Options = PoolOptions
 
-    def parse_tflite(self, o, op: Op, tensors) -> None:
-        op.attrs.update(stride=(o.StrideH(), o.StrideW()), filter=(o.FilterHeight(), o.FilterWidth()),
-                        padding=PADDING[o.Padding()], activation=fused_activation(o.FusedActivationFunction()))
+    def parse_tflite(self, o, op: Op, tensors) -> PoolOptions:
+        return PoolOptions(stride=(o.StrideH(), o.StrideW()), filter=(o.FilterHeight(), o.FilterWidth()),
+                           padding=PADDING[o.Padding()], activation=fused_activation(o.FusedActivationFunction()))
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
-        if op.attrs["activation"] not in SUPPORTED_ACTIVATIONS:
-            problems.append(op.attrs["activation"])
+        if op.options.activation not in SUPPORTED_ACTIVATIONS:
+            problems.append(op.options.activation)
         if not problems:
             x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
             if x.quant.s != y.quant.s or x.quant.zp != y.quant.zp:
                 problems.append(f"input and output quantization differ ({x.quant.s}/{x.quant.zp} vs {y.quant.s}/{y.quant.zp})")
         return problems
 
-    def prepare(self, g: Graph, op: Op) -> None:
-        a = op.attrs
-        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-        if "pads" not in a:
-            a["pads"] = same_or_valid_pads(a["padding"], x.shape[1:3], a["filter"], a["stride"], (1, 1), y.shape[1:3])
-        a["act_min"], a["act_max"] = fp.activation_range(a["activation"], y.quant.s, y.quant.zp)
-        if g.numerics == "onnxruntime" and self.kind == "AVERAGE_POOL_2D":
-            ort_pool_prepare(g, op)
+    def prepare(self, g: Graph, op: Op) -> PoolData:
+        y = g.t(op.outputs[0])
+        act_min, act_max = fp.activation_range(op.options.activation, y.quant.s, y.quant.zp)
+        ort_data = ort_pool_prepare(g, op) if g.numerics == "onnxruntime" and self.kind == "AVERAGE_POOL_2D" else None
+        return PoolData(pool_pads(g, op), act_min, act_max, ort_data)
 
     def window(self, g: Graph, op: Op) -> Window:
-        a = op.attrs
-        return Window(tuple(a["filter"]), tuple(a["stride"]), (1, 1), tuple(a["pads"]))
+        o = op.options
+        return Window(tuple(o.filter), tuple(o.stride), (1, 1), tuple(op.prepared.pads))
 
     def describe(self, g: Graph, op: Op) -> str:
-        a = op.attrs
-        return (f"{self.kind} {a['filter'][0]}x{a['filter'][1]} stride {a['stride'][0]}x{a['stride'][1]} "
-                f"{a['padding']}: {list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
+        o = op.options
+        return (f"{self.kind} {o.filter[0]}x{o.filter[1]} stride {o.stride[0]}x{o.stride[1]} "
+                f"{o.padding}: {list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        a = op.attrs
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), stride=a["stride"], pads=a["pads"],
-                    filter=a["filter"], act_min=a["act_min"], act_max=a["act_max"],
-                    **(ort_pool_context(g, op, cg) if "ort_dq" in a else {"ort": False}))
+        o, p = op.options, op.prepared
+        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), stride=o.stride, pads=p.pads,
+                    filter=o.filter, act_min=p.act_min, act_max=p.act_max,
+                    **(ort_pool_context(g, op, cg) if p.ort is not None else {"ort": False}))
 
     c_decls = """\
 static const cmsis_nn_pool_params {{n}}_params = {
@@ -125,24 +166,24 @@ class AveragePool2D(_Pool):
     c_status = True
 
     def variant(self, g: Graph, op: Op, cg) -> str:
-        return "ort_float" if "ort_dq" in op.attrs else ""
+        return "ort_float" if op.prepared.ort is not None else ""
 
     def backward(self, tb, op: Op) -> None:
         _pool_backward(tb, op, "AVERAGE_POOL_2D_GRAD", needs_input=False)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        if "ort_dq" in op.attrs:
+        o, p = op.options, op.prepared
+        if p.ort is not None:
             return [ort_pool_reference(g, op, xs)]
-        a = op.attrs
         y = g.t(op.outputs[0])
         total = np.zeros((xs[0].shape[0],) + y.shape[1:], np.int64)
         count = np.zeros((1,) + y.shape[1:3] + (1,), np.int64)
-        for vals, valid in pool_taps(xs[0], *a["filter"], a["stride"], a["pads"], y.shape[1:3]):
+        for vals, valid in pool_taps(xs[0], *o.filter, o.stride, p.pads, y.shape[1:3]):
             total += vals
             count += valid
         half = count // 2
         avg = np.where(total > 0, (total + half) // count, -((-(total - half)) // count))  # C division truncates
-        return [np.clip(avg, a["act_min"], a["act_max"]).astype(np.int8)]
+        return [np.clip(avg, p.act_min, p.act_max).astype(np.int8)]
 
     c_call = """\
 {% if ort %}
@@ -165,12 +206,12 @@ class MaxPool2D(_Pool):
         _pool_backward(tb, op, "MAX_POOL_2D_GRAD", needs_input=True)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        a = op.attrs
+        o, p = op.options, op.prepared
         y = g.t(op.outputs[0])
         best = np.full((xs[0].shape[0],) + y.shape[1:], -129, np.int64)
-        for vals, valid in pool_taps(xs[0], *a["filter"], a["stride"], a["pads"], y.shape[1:3]):
+        for vals, valid in pool_taps(xs[0], *o.filter, o.stride, p.pads, y.shape[1:3]):
             best = np.where(valid, np.maximum(best, vals), best)
-        return [np.clip(best, a["act_min"], a["act_max"]).astype(np.int8)]
+        return [np.clip(best, p.act_min, p.act_max).astype(np.int8)]
 
     c_call = """\
 status = arm_max_pool_s8({{ctx}}, &{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
@@ -180,11 +221,22 @@ status = arm_max_pool_s8({{ctx}}, &{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, 
 # -- training ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, eq=False)
+class PoolGradOptions:
+    """The backward of a pool: the forward ``layer`` (its window and pads, and its C parameters
+    ``<layer>_params`` / ``_dims``, which the gradient call reuses) and whether that pool is a
+    spatial mean (one window covering the whole unpadded input: training/fusions.py may fuse it)."""
+
+    layer: Op
+    spatial_mean: bool = False
+
+
 class _PoolGrad(OpDef):
     io_dtypes = ("float32", "int8")
+    Options = PoolGradOptions
 
     def c_context(self, g, op, cg):
-        f = op.attrs["layer"]
+        f = op.options.layer
         return dict(layer=f.name, x=g.t(f.inputs[0]), dy=g.t(op.inputs[-1]), dx=g.t(op.outputs[0]))
 
 
@@ -197,22 +249,20 @@ class AveragePoolGrad(_PoolGrad):
     c_status = True
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        f = op.attrs["layer"]
-        a = f.attrs
+        f = op.options.layer
+        (fh, fw), (sh, sw), pads = f.options.filter, f.options.stride, f.prepared.pads
         dy = xs[0].astype(np.float64)
         n, (h, w, c) = dy.shape[0], g.t(f.inputs[0]).shape[1:]
         count = np.zeros((1,) + dy.shape[1:3] + (1,))
-        for _, valid in pool_taps(np.zeros((1, h, w, 1), np.int8), *a["filter"], a["stride"], a["pads"], dy.shape[1:3]):
+        for _, valid in pool_taps(np.zeros((1, h, w, 1), np.int8), fh, fw, (sh, sw), pads, dy.shape[1:3]):
             count += valid
         share = dy / count
-        top, left = a["pads"][0], a["pads"][1]
-        dxp = np.zeros((n, h + a["pads"][0] + a["pads"][2] + a["stride"][0] + a["filter"][0],
-                        w + a["pads"][1] + a["pads"][3] + a["stride"][1] + a["filter"][1], c))
+        top, left = pads[0], pads[1]
+        dxp = np.zeros((n, h + pads[0] + pads[2] + sh + fh, w + pads[1] + pads[3] + sw + fw, c))
         oh, ow = dy.shape[1:3]
-        for i in range(a["filter"][0]):
-            for j in range(a["filter"][1]):
-                dxp[:, i:i + a["stride"][0] * (oh - 1) + 1:a["stride"][0],
-                    j:j + a["stride"][1] * (ow - 1) + 1:a["stride"][1], :] += share
+        for i in range(fh):
+            for j in range(fw):
+                dxp[:, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw, :] += share
         return [dxp[:, top:top + h, left:left + w, :]]
 
     c_call = """\
@@ -229,21 +279,21 @@ class MaxPoolGrad(_PoolGrad):
     c_status = True
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        f = op.attrs["layer"]
-        a = f.attrs
+        f = op.options.layer
+        (fh, fw), (sh, sw) = f.options.filter, f.options.stride
         x, dy = xs[0].astype(np.int64), xs[1].astype(np.float64)
         n, h, w, c = x.shape
         oh, ow = dy.shape[1:3]
         dx = np.zeros(x.shape)
-        top, left = a["pads"][0], a["pads"][1]
+        top, left = f.prepared.pads[0], f.prepared.pads[1]
         for b in range(n):
             for r in range(oh):
                 for s in range(ow):
                     for ch in range(c):
                         best, at = None, None
-                        for i in range(a["filter"][0]):
-                            for j in range(a["filter"][1]):
-                                yy, xx = r * a["stride"][0] - top + i, s * a["stride"][1] - left + j
+                        for i in range(fh):
+                            for j in range(fw):
+                                yy, xx = r * sh - top + i, s * sw - left + j
                                 if 0 <= yy < h and 0 <= xx < w and (best is None or x[b, yy, xx, ch] > best):
                                     best, at = x[b, yy, xx, ch], (yy, xx)
                         if at is not None:
@@ -261,9 +311,9 @@ def _pool_backward(tb, op: Op, grad_kind: str, needs_input: bool) -> None:
         return
     dz = tb.masked(op, tb.grad(op.outputs[0]))
     dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
-    a, xt, y = op.attrs, tb.g.t(x), tb.g.t(op.outputs[0])
+    xt, y = tb.g.t(x), tb.g.t(op.outputs[0])
     whole = (grad_kind == "AVERAGE_POOL_2D_GRAD" and tuple(y.shape[1:3]) == (1, 1)
-             and tuple(a["filter"]) == tuple(xt.shape[1:3]) and not any(a["pads"]))
+             and tuple(op.options.filter) == tuple(xt.shape[1:3]) and not any(op.prepared.pads))
     tb.emit(grad_kind, f"{op.name}_grad", ([x] if needs_input else []) + [dz], [dx], layer=op,
             spatial_mean=whole)
     tb.add_grad(x, dx)

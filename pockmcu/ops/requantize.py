@@ -17,13 +17,31 @@ Semantics:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
 from ..ir import Graph, Op
-from .base import SUPPORTED_ACTIVATIONS, OpDef, register, same_or_valid_pads
-from .pool import ort_pool_context, ort_pool_prepare, ort_pool_reference, pool_taps
+from .base import SUPPORTED_ACTIVATIONS, OpDef, register
+from .pool import OrtPool, PoolOptions, ort_pool_context, ort_pool_prepare, ort_pool_reference, pool_pads, pool_taps
+
+
+@dataclass(frozen=True)
+class RequantizeOptions:
+    #: the exact integer range a lowered Relu/Clip leaves (None: the whole int8 range)
+    clamp: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class RequantizeData:
+    multiplier: int              # QuantizeMultiplier(s_in / s_out)
+    shift: int
+    act_min: int
+    act_max: int
+    table: np.ndarray | None = None   # onnxruntime numerics: the int8 -> int8 table (index x + 128)
 
 
 @register
@@ -31,9 +49,10 @@ class Requantize(OpDef):
     kind = "REQUANTIZE"
     kernel = "pockmcu_requantize_s8"
     c_status = True
+    Options = RequantizeOptions
 
     def variant(self, g: Graph, op: Op, cg) -> str:
-        return "table" if "table" in op.attrs else ""
+        return "table" if op.prepared.table is not None else ""
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
@@ -44,34 +63,36 @@ class Requantize(OpDef):
             problems.append("per-channel activation quantization")
         return problems
 
-    def prepare(self, g: Graph, op: Op) -> None:
+    def prepare(self, g: Graph, op: Op) -> RequantizeData:
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-        a = op.attrs
-        a["multiplier"], a["shift"] = fp.quantize_multiplier(float(x.quant.s) / float(y.quant.s))
-        lo, hi = a.get("clamp") or (-128, 127)
-        a["act_min"], a["act_max"] = max(int(lo), -128), min(int(hi), 127)
+        multiplier, shift = fp.quantize_multiplier(float(x.quant.s) / float(y.quant.s))
+        lo, hi = op.options.clamp or (-128, 127)
+        act_min, act_max = max(int(lo), -128), min(int(hi), 127)
+        table = None
         if g.numerics == "onnxruntime":   # DequantizeLinear -> QuantizeLinear in float32, as a table
-            a["table"] = ort.ort_requantize_table(x.quant.s, x.quant.zp, y.quant.s, y.quant.zp,
-                                                 a["act_min"], a["act_max"])
+            table = ort.ort_requantize_table(x.quant.s, x.quant.zp, y.quant.s, y.quant.zp, act_min, act_max)
+        return RequantizeData(multiplier, shift, act_min, act_max, table)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        a = op.attrs
+        p = op.prepared
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-        if "table" in a:
-            return [a["table"][xs[0].astype(np.int64) + 128]]
-        v = fp.multiply_by_quantized_multiplier(xs[0].astype(np.int64) - x.quant.zp, a["multiplier"], a["shift"])
-        return [np.clip(np.asarray(v) + y.quant.zp, a["act_min"], a["act_max"]).astype(np.int8)]
+        if p.table is not None:
+            return [p.table[xs[0].astype(np.int64) + 128]]
+        v = fp.multiply_by_quantized_multiplier(xs[0].astype(np.int64) - x.quant.zp, p.multiplier, p.shift)
+        return [np.clip(np.asarray(v) + y.quant.zp, p.act_min, p.act_max).astype(np.int8)]
 
     def describe(self, g: Graph, op: Op) -> str:
-        x, y, a = g.t(op.inputs[0]), g.t(op.outputs[0]), op.attrs
-        clamp = f" clamp [{a['clamp'][0]}, {a['clamp'][1]}]" if a.get("clamp") else ""
+        x, y, c = g.t(op.inputs[0]), g.t(op.outputs[0]), op.options.clamp
+        clamp = f" clamp [{c[0]}, {c[1]}]" if c else ""
         return (f"REQUANTIZE {x.quant.s:.6g}/{x.quant.zp} -> {y.quant.s:.6g}/{y.quant.zp}{clamp}: "
                 f"{list(x.shape)}")
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-        return dict(x=x, y=y, in_offset=-x.quant.zp, out_offset=y.quant.zp, **op.attrs,
-                    lut_values=cg.int_list(op.attrs["table"], 16) if "table" in op.attrs else "")
+        x, y, p = g.t(op.inputs[0]), g.t(op.outputs[0]), op.prepared
+        table: dict[str, Any] = {} if p.table is None else {"table": p.table}   # the snippets test "table is defined"
+        return dict(x=x, y=y, in_offset=-x.quant.zp, out_offset=y.quant.zp, multiplier=p.multiplier, shift=p.shift,
+                    act_min=p.act_min, act_max=p.act_max, **table,
+                    lut_values=cg.int_list(p.table, 16) if p.table is not None else "")
 
     c_decls = """\
 {% if table is defined %}
@@ -86,16 +107,30 @@ status = pockmcu_requantize_s8({{ptr(x)}}, {{x.size}}, {{in_offset}}, {{multipli
 {% endif %}"""
 
 
+@dataclass(frozen=True)
+class AddConstOptions:
+    activation: str = "NONE"
+
+
+@dataclass(frozen=True)
+class AddConstData:
+    q: dict                      # fixedpoint.add_params: offsets, multipliers and shifts of TFLM's int8 ADD
+    act_min: int
+    act_max: int
+
+
 @register
 class AddConst(OpDef):
     kind = "ADD_CONST"
     kernel = "arm_elementwise_add_s8"
     c_status = True
+    Options = AddConstOptions
+    operands = ("input", "constant")
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
-        if op.attrs.get("activation", "NONE") not in SUPPORTED_ACTIVATIONS:
-            problems.append(op.attrs["activation"])
+        if op.options.activation not in SUPPORTED_ACTIVATIONS:
+            problems.append(op.options.activation)
         x, c = g.t(op.inputs[0]), g.t(op.inputs[1])
         if c.data is None or c.dtype != "int8" or c.quant is None or c.quant.per_channel:
             problems.append(f"constant operand '{c.name}' must be int8 with per-tensor quantization")
@@ -103,11 +138,10 @@ class AddConst(OpDef):
             problems.append(f"constant of shape {list(c.shape)} does not broadcast along the last axis of {list(x.shape)}")
         return problems
 
-    def prepare(self, g: Graph, op: Op) -> None:
+    def prepare(self, g: Graph, op: Op) -> AddConstData:
         x, c, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
-        op.attrs["q"] = fp.add_params(x.quant.s, x.quant.zp, c.quant.s, c.quant.zp, y.quant.s, y.quant.zp)
-        op.attrs["act_min"], op.attrs["act_max"] = fp.activation_range(op.attrs.get("activation", "NONE"),
-                                                                       y.quant.s, y.quant.zp)
+        q = fp.add_params(x.quant.s, x.quant.zp, c.quant.s, c.quant.zp, y.quant.s, y.quant.zp)
+        return AddConstData(q, *fp.activation_range(op.options.activation, y.quant.s, y.quant.zp))
 
     def _broadcast(self, g: Graph, op: Op, x: np.ndarray) -> np.ndarray:
         c = g.t(op.inputs[1]).data
@@ -115,13 +149,13 @@ class AddConst(OpDef):
         return c.reshape(x.shape[1:]) if c.size == per_sample else c.reshape(-1)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        a = op.attrs
-        return [fp.add_s8(xs[0], self._broadcast(g, op, xs[0]), a["q"], a["act_min"], a["act_max"])]
+        p = op.prepared
+        return [fp.add_s8(xs[0], self._broadcast(g, op, xs[0]), p.q, p.act_min, p.act_max)]
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        x, c = g.t(op.inputs[0]), g.t(op.inputs[1])
-        return dict(x=x, c=cg.const(op.inputs[1]), y=g.t(op.outputs[0]), q=op.attrs["q"], block=c.size,
-                    rows=x.size // c.size, act_min=op.attrs["act_min"], act_max=op.attrs["act_max"])
+        x, c, p = g.t(op.inputs[0]), g.t(op.inputs[1]), op.prepared
+        return dict(x=x, c=cg.const(op.inputs[1]), y=g.t(op.outputs[0]), q=p.q, block=c.size,
+                    rows=x.size // c.size, act_min=p.act_min, act_max=p.act_max)
 
     c_call = """\
 for (int32_t r = 0; r < {{rows}} && status == ARM_CMSIS_NN_SUCCESS; r++) {
@@ -134,6 +168,19 @@ for (int32_t r = 0; r < {{rows}} && status == ARM_CMSIS_NN_SUCCESS; r++) {
 }"""
 
 
+@dataclass(frozen=True, eq=False)
+class PoolRequantData:
+    """The compile-time constants of AVERAGE_POOL_REQUANT: per in-bounds tap count k (index k - 1)
+    the multiplier and shift of s_in / (s_out * k)."""
+
+    pads: tuple[int, int, int, int]     # top, left, bottom, right
+    act_min: int
+    act_max: int
+    multipliers: np.ndarray             # int32 [filter_h * filter_w]
+    shifts: np.ndarray                  # int32 [filter_h * filter_w]
+    ort: OrtPool | None = None          # onnxruntime numerics: computed in float32 instead
+
+
 @register
 class AveragePoolRequant(OpDef):
     """AVERAGE_POOL_2D whose output has its own scale/zero point, in one rounding (onnxruntime's
@@ -143,57 +190,53 @@ class AveragePoolRequant(OpDef):
     kind = "AVERAGE_POOL_REQUANT"
     kernel = "pockmcu_avgpool_requant_s8"
     c_status = True
+    Options = PoolOptions
 
     def variant(self, g: Graph, op: Op, cg) -> str:
-        return "ort_float" if "ort_dq" in op.attrs else ""
+        return "ort_float" if op.prepared.ort is not None else ""
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
-        if op.attrs.get("activation", "NONE") not in SUPPORTED_ACTIVATIONS:
-            problems.append(op.attrs["activation"])
+        if op.options.activation not in SUPPORTED_ACTIVATIONS:
+            problems.append(op.options.activation)
         return problems
 
-    def prepare(self, g: Graph, op: Op) -> None:
-        a = op.attrs
+    def prepare(self, g: Graph, op: Op) -> PoolRequantData:
+        o = op.options
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-        if "pads" not in a:
-            a["pads"] = same_or_valid_pads(a["padding"], x.shape[1:3], a["filter"], a["stride"], (1, 1), y.shape[1:3])
         pairs = [fp.quantize_multiplier(float(x.quant.s) / (float(y.quant.s) * k))
-                 for k in range(1, a["filter"][0] * a["filter"][1] + 1)]
-        a["multipliers"] = np.array([m for m, _ in pairs], np.int32)
-        a["shifts"] = np.array([s for _, s in pairs], np.int32)
-        a["act_min"], a["act_max"] = fp.activation_range(a.get("activation", "NONE"), y.quant.s, y.quant.zp)
-        if g.numerics == "onnxruntime":
-
-            ort_pool_prepare(g, op)
+                 for k in range(1, o.filter[0] * o.filter[1] + 1)]
+        act_min, act_max = fp.activation_range(o.activation, y.quant.s, y.quant.zp)
+        return PoolRequantData(pool_pads(g, op), act_min, act_max,
+                               np.array([m for m, _ in pairs], np.int32), np.array([s for _, s in pairs], np.int32),
+                               ort_pool_prepare(g, op) if g.numerics == "onnxruntime" else None)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        if "ort_dq" in op.attrs:
+        o, p = op.options, op.prepared
+        if p.ort is not None:
             return [ort_pool_reference(g, op, xs)]
-        a = op.attrs
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
         total = np.zeros((xs[0].shape[0],) + y.shape[1:], np.int64)
         count = np.zeros((1,) + y.shape[1:3] + (1,), np.int64)
-        for vals, valid in pool_taps(xs[0], *a["filter"], a["stride"], a["pads"], y.shape[1:3]):
+        for vals, valid in pool_taps(xs[0], *o.filter, o.stride, p.pads, y.shape[1:3]):
             total += np.where(valid, vals - x.quant.zp, 0)
             count += valid
         idx = np.broadcast_to(count - 1, total.shape)
-        out = fp.multiply_by_quantized_multiplier(total, a["multipliers"][idx], a["shifts"][idx]) + y.quant.zp
-        return [np.clip(out, a["act_min"], a["act_max"]).astype(np.int8)]
+        out = fp.multiply_by_quantized_multiplier(total, p.multipliers[idx], p.shifts[idx]) + y.quant.zp
+        return [np.clip(out, p.act_min, p.act_max).astype(np.int8)]
 
     def describe(self, g: Graph, op: Op) -> str:
-        a, x, y = op.attrs, g.t(op.inputs[0]), g.t(op.outputs[0])
-        return (f"AVERAGE_POOL_REQUANT {a['filter'][0]}x{a['filter'][1]} stride {a['stride'][0]}x{a['stride'][1]} "
+        o, x, y = op.options, g.t(op.inputs[0]), g.t(op.outputs[0])
+        return (f"AVERAGE_POOL_REQUANT {o.filter[0]}x{o.filter[1]} stride {o.stride[0]}x{o.stride[1]} "
                 f"{x.quant.s:.6g}/{x.quant.zp} -> {y.quant.s:.6g}/{y.quant.zp}: {list(x.shape)} -> {list(y.shape)}")
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        a = op.attrs
+        o, p = op.options, op.prepared
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-
-        return dict(x=x, y=y, stride=a["stride"], pads=a["pads"], filter=a["filter"], act_min=a["act_min"],
-                    act_max=a["act_max"], in_offset=-x.quant.zp, out_offset=y.quant.zp, n_table=len(a["shifts"]),
-                    multipliers=cg.int_list(a["multipliers"]), shifts=cg.int_list(a["shifts"]),
-                    **(ort_pool_context(g, op, cg) if "ort_dq" in a else {"ort": False}))
+        return dict(x=x, y=y, stride=o.stride, pads=p.pads, filter=o.filter, act_min=p.act_min,
+                    act_max=p.act_max, in_offset=-x.quant.zp, out_offset=y.quant.zp, n_table=len(p.shifts),
+                    multipliers=cg.int_list(p.multipliers), shifts=cg.int_list(p.shifts),
+                    **(ort_pool_context(g, op, cg) if p.ort is not None else {"ort": False}))
 
     c_decls = """\
 static const cmsis_nn_pool_params {{n}}_params = {

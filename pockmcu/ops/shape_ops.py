@@ -5,6 +5,8 @@ PACK), which the frontend folds away.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..ir import Graph, Op
@@ -40,6 +42,15 @@ class Reshape(OpDef):
         tb.add_grad(x, dx)
 
 
+@dataclass(frozen=True)
+class PadData:
+    """PAD's compile-time constants, as 4-D NHWC (a lower-rank tensor gets leading size-1 axes)."""
+
+    pads: tuple[tuple[int, int], ...]   # (before, after) per axis, 4 pairs
+    in4: tuple[int, ...]                # the input shape
+    value: int                          # the pad value (PADV2's constant, else the output zero point)
+
+
 @register
 class Pad(OpDef):
     """PAD / PADV2 of an int8 tensor; the pad value is the output zero point (PAD) or the given constant (PADV2)."""
@@ -60,16 +71,16 @@ class Pad(OpDef):
             problems.append(f"PAD of a rank-{len(x.shape)} tensor (at most 4)")
         return problems
 
-    def prepare(self, g: Graph, op: Op) -> None:
+    def prepare(self, g: Graph, op: Op) -> PadData:
         x = g.t(op.inputs[0])
-        pads = g.t(op.inputs[1]).data.astype(int).reshape(-1, 2).tolist()
+        pads = [(int(a), int(b)) for a, b in g.t(op.inputs[1]).data.astype(int).reshape(-1, 2)]
         rank = len(x.shape)
-        op.attrs["pads"] = [[0, 0]] * (4 - rank) + pads        # as 4-D NHWC
-        op.attrs["in4"] = (1,) * (4 - rank) + tuple(x.shape)
         if len(op.inputs) > 2 and op.inputs[2]:
-            op.attrs["value"] = int(g.t(op.inputs[2]).data.reshape(-1)[0])
+            value = int(g.t(op.inputs[2]).data.reshape(-1)[0])
         else:
-            op.attrs["value"] = g.t(op.outputs[0]).quant.zp
+            value = g.t(op.outputs[0]).quant.zp
+        return PadData(pads=((0, 0),) * (4 - rank) + tuple(pads), in4=(1,) * (4 - rank) + tuple(x.shape),
+                       value=value)
 
     def backward(self, tb, op: Op) -> None:
         x = op.inputs[0]
@@ -79,13 +90,13 @@ class Pad(OpDef):
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         x = xs[0]
-        pads = op.attrs["pads"][4 - x.ndim:]
+        pads = op.prepared.pads[4 - x.ndim:]
         pads = [(0, 0)] + [tuple(p) for p in pads[1:]]
-        return [np.pad(x, pads, constant_values=op.attrs["value"])]
+        return [np.pad(x, pads, constant_values=op.prepared.value)]
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        a = op.attrs
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), in4=a["in4"], pads=a["pads"], value=a["value"])
+        p = op.prepared
+        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), in4=p.in4, pads=p.pads, value=p.value)
 
     c_decls = """\
 static const cmsis_nn_dims {{n}}_input_dims = {{ dims(in4) }};
@@ -94,6 +105,21 @@ static const cmsis_nn_dims {{n}}_post_pad = {{ '{' }}{{pads[0][1]}}, {{pads[1][1
 """
     c_call = """\
 status = arm_pad_s8({{ptr(x)}}, {{ptr(y)}}, {{value}}, &{{n}}_input_dims, &{{n}}_pre_pad, &{{n}}_post_pad);"""
+
+
+@dataclass(frozen=True)
+class ConcatAxis:
+    """CONCATENATION's options: the axis (>= 0) and the TFLite fused activation code (only 0 is supported)."""
+
+    axis: int
+    activation: int = 0
+
+
+@dataclass(frozen=True)
+class ConcatData:
+    """CONCATENATION's compile-time constant: the axis in the 4-D NHWC view of the tensors."""
+
+    axis4: int
 
 
 @register
@@ -108,20 +134,20 @@ class Concatenation(OpDef):
     tflite_ops = ("CONCATENATION",)
     tflite_options = "ConcatenationOptions"
     kernel = "arm_concatenation_s8"
+    Options = ConcatAxis
     AXIS_KERNEL = {3: "x", 2: "y", 1: "z", 0: "w"}   # NHWC axis (of the 4-D view) -> CMSIS-NN axis name
 
     def variant(self, g: Graph, op: Op, cg) -> str:
-        return self.AXIS_KERNEL[op.attrs["axis4"]]
+        return self.AXIS_KERNEL[op.prepared.axis4]
 
-    def parse_tflite(self, o, op: Op, tensors) -> None:
+    def parse_tflite(self, o, op: Op, tensors) -> ConcatAxis:
         rank = len(tensors[op.outputs[0]].shape)
         axis = int(o.Axis())
-        op.attrs["axis"] = axis + rank if axis < 0 else axis
-        op.attrs["activation"] = int(o.FusedActivationFunction())
+        return ConcatAxis(axis=axis + rank if axis < 0 else axis, activation=int(o.FusedActivationFunction()))
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
-        if op.attrs.get("activation", 0) != 0:
+        if op.options.activation != 0:
             problems.append("CONCATENATION with a fused activation")
         y = g.t(op.outputs[0])
         if len(y.shape) > 4:
@@ -136,16 +162,16 @@ class Concatenation(OpDef):
                 problems.append(f"CONCATENATION input '{i}' quantized differently from the output")
         return problems
 
-    def prepare(self, g: Graph, op: Op) -> None:
+    def prepare(self, g: Graph, op: Op) -> ConcatData:
         rank = len(g.t(op.outputs[0]).shape)
-        op.attrs["axis4"] = op.attrs["axis"] + 4 - rank
+        return ConcatData(axis4=op.options.axis + 4 - rank)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        return [np.concatenate(xs, axis=op.attrs["axis"])]
+        return [np.concatenate(xs, axis=op.options.axis)]
 
     def backward(self, tb, op: Op) -> None:
         y = tb.g.t(op.outputs[0])
-        axis = op.attrs["axis"]
+        axis = op.options.axis
         outer = int(np.prod(y.shape[:axis], dtype=np.int64))
         row = int(np.prod(y.shape[axis:], dtype=np.int64))
         offset = 0
@@ -159,7 +185,7 @@ class Concatenation(OpDef):
             offset += chunk
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        axis4 = op.attrs["axis4"]
+        axis4 = op.prepared.axis4
 
         def as4(shape):
             return (1,) * (4 - len(shape)) + tuple(shape)
@@ -182,24 +208,32 @@ arm_concatenation_s8_{{fn}}({{ptr(p.t)}}, {{p.c}}, {{p.w}}, {{p.h}}, {{p.n}}, {{
 {% endfor %}"""
 
 
+@dataclass(frozen=True, eq=False)
+class PadGradOf:
+    """PAD_GRAD's options: the forward PAD op whose padding it crops away."""
+
+    layer: Op
+
+
 @register
 class PadGrad(OpDef):
     """PAD backward: the gradient of the padded tensor cropped back to the input."""
 
     kind = "PAD_GRAD"
+    Options = PadGradOf
     kernel = "pockmcu_pad_grad_f32"
     c_status = True
     io_dtypes = ("float32",)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        f = op.attrs["layer"]
+        f = op.options.layer
         x = g.t(f.inputs[0])
-        pads = f.attrs["pads"][4 - len(x.shape):]
+        pads = f.prepared.pads[4 - len(x.shape):]
         index = (slice(None),) + tuple(slice(p[0], p[0] + d) for p, d in zip(pads[1:], x.shape[1:]))
         return [xs[0][index]]
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
-        return dict(layer=op.attrs["layer"].name, dy=g.t(op.inputs[0]), dx=g.t(op.outputs[0]))
+        return dict(layer=op.options.layer.name, dy=g.t(op.inputs[0]), dx=g.t(op.outputs[0]))
 
     c_call = """\
 status = pockmcu_pad_grad_f32(&{{layer}}_input_dims, &{{layer}}_pre_pad, &{{layer}}_post_pad, {{ptr(dy)}}, {{ptr(dx)}});"""
@@ -228,18 +262,37 @@ class Shape(_Folded):
         return np.array(g.t(op.inputs[0]).shape, np.int32)
 
 
+@dataclass(frozen=True)
+class PackAxis:
+    """PACK's options: the new axis the inputs are stacked along."""
+
+    axis: int = 0
+
+
 @register
 class Pack(_Folded):
     kind = "PACK"
     tflite_ops = ("PACK",)
     tflite_options = "PackOptions"
+    Options = PackAxis
 
-    def parse_tflite(self, o, op: Op, tensors) -> None:
-        op.attrs["axis"] = int(o.Axis()) if o else 0
+    def parse_tflite(self, o, op: Op, tensors) -> PackAxis:
+        return PackAxis(axis=int(o.Axis()) if o else 0)
 
     def fold(self, g: Graph, op: Op):
         vals = self.consts(g, op)
-        return None if vals is None else np.stack(vals, axis=op.attrs["axis"])
+        return None if vals is None else np.stack(vals, axis=op.options.axis)
+
+
+@dataclass(frozen=True)
+class SliceMasks:
+    """STRIDED_SLICE's options: TFLite's bit masks (bit d concerns axis d)."""
+
+    begin_mask: int = 0
+    end_mask: int = 0
+    shrink_axis_mask: int = 0
+    ellipsis_mask: int = 0
+    new_axis_mask: int = 0
 
 
 @register
@@ -247,22 +300,23 @@ class StridedSlice(_Folded):
     kind = "STRIDED_SLICE"
     tflite_ops = ("STRIDED_SLICE",)
     tflite_options = "StridedSliceOptions"
+    Options = SliceMasks
 
-    def parse_tflite(self, o, op: Op, tensors) -> None:
-        op.attrs.update(begin_mask=o.BeginMask(), end_mask=o.EndMask(), shrink_axis_mask=o.ShrinkAxisMask(),
-                        ellipsis_mask=o.EllipsisMask(), new_axis_mask=o.NewAxisMask())
+    def parse_tflite(self, o, op: Op, tensors) -> SliceMasks:
+        return SliceMasks(begin_mask=o.BeginMask(), end_mask=o.EndMask(), shrink_axis_mask=o.ShrinkAxisMask(),
+                          ellipsis_mask=o.EllipsisMask(), new_axis_mask=o.NewAxisMask())
 
     def fold(self, g: Graph, op: Op):
         vals = self.consts(g, op)
-        a = op.attrs
-        if vals is None or a["ellipsis_mask"] or a["new_axis_mask"]:
+        a = op.options
+        if vals is None or a.ellipsis_mask or a.new_axis_mask:
             return None
         x, begin, end, strides = vals
         index, squeeze = [], []
         for d in range(len(begin)):
-            b = None if a["begin_mask"] >> d & 1 else int(begin[d])
-            e = None if a["end_mask"] >> d & 1 else int(end[d])
-            if a["shrink_axis_mask"] >> d & 1:
+            b = None if a.begin_mask >> d & 1 else int(begin[d])
+            e = None if a.end_mask >> d & 1 else int(end[d])
+            if a.shrink_axis_mask >> d & 1:
                 index.append(slice(b, (b + 1) or None, 1))
                 squeeze.append(d)
             else:

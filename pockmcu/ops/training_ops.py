@@ -96,6 +96,33 @@ class MaskRange:
     hi: int
 
 
+@dataclass(frozen=True, eq=False)
+class BiasUpdateOptions:
+    bias: str                          # the trainable int32 bias tensor
+    coef: np.ndarray                   # per output channel: raw gradient sum -> stored integers
+
+
+@dataclass(frozen=True)
+class RowSlice:
+    """dst[r] = src[r][offset:offset + chunk] for each of ``outer`` rows of ``row`` elements."""
+
+    outer: int
+    row: int
+    offset: int
+    chunk: int
+
+
+@dataclass(frozen=True)
+class XentOptions:
+    beta: float                        # the softmax's beta
+    classes: int
+
+
+@dataclass(frozen=True)
+class MseOptions:
+    count: int                         # elements the mean is over
+
+
 @register
 class MaskPack(OpDef):
     """Forward side: bit k = lo < y[k] < hi for a fused-activation output y (1 bit per element)."""
@@ -142,23 +169,24 @@ class BiasUpdate(OpDef):
     """Bias gradient (sum of the output gradient over positions) and its update, fused."""
 
     kind = "BIAS_UPDATE"
+    Options = BiasUpdateOptions
     role = "update"
     kernel = "pockmcu_bias_update_s32"
     io_dtypes = ("float32",)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         dz = xs[0].astype(np.float64)
-        b = g.t(op.attrs["bias"])
+        b = g.t(op.options.bias)
         grad = dz.reshape(-1, dz.shape[-1]).sum(axis=0)
-        new = sgd_update(b.data, grad, op.attrs["coef"], rt, b.name, -2**31, 2**31 - 1).astype(np.int32)
+        new = sgd_update(b.data, grad, op.options.coef, rt, b.name, -2**31, 2**31 - 1).astype(np.int32)
         rt.params[b.name] = new.reshape(b.data.shape)
         return []
 
     def c_context(self, g, op, cg):
         dz = g.t(op.inputs[0])
         return dict(dz=dz, channels=dz.shape[-1], positions=dz.size // dz.shape[-1],
-                    bias=cg.param(op.attrs["bias"]), coef=cg.float_list(op.attrs["coef"]),
-                    **cg.optimizer_args(op.attrs["bias"]))
+                    bias=cg.param(op.options.bias), coef=cg.float_list(op.options.coef),
+                    **cg.optimizer_args(op.options.bias))
 
     c_decls = "static const float {{n}}_coef[{{channels}}] = {{ '{' }}{{coef}}{{ '}' }};\n"
     c_call = """\
@@ -205,21 +233,23 @@ class Slice(OpDef):
     trainable channels of an activation; SLICE_F32 splits a gradient (CONCATENATION backward)."""
 
     kind = "SLICE"
+    Options = RowSlice
     io_dtypes = ("int8", "float32")
 
     def variant(self, g: Graph, op: Op, cg) -> str:
         return g.t(op.inputs[0]).dtype
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        a = op.attrs
+        a = op.options
         x = xs[0]
-        rows = x.reshape(x.shape[0], a["outer"], a["row"])
-        out = rows[:, :, a["offset"]:a["offset"] + a["chunk"]]
+        rows = x.reshape(x.shape[0], a.outer, a.row)
+        out = rows[:, :, a.offset:a.offset + a.chunk]
         return [out.reshape((x.shape[0],) + g.t(op.outputs[0]).shape[1:])]
 
     def c_context(self, g, op, cg):
         x = g.t(op.inputs[0])
-        return dict(x=x, y=g.t(op.outputs[0]), **op.attrs)
+        a = op.options
+        return dict(x=x, y=g.t(op.outputs[0]), outer=a.outer, row=a.row, offset=a.offset, chunk=a.chunk)
 
     c_call = "{{kernel}}({{ptr(x)}}, {{outer}}, {{row}}, {{offset}}, {{chunk}}, {{ptr(y)}});"
 
@@ -230,6 +260,7 @@ class XentGrad(OpDef):
     output (q + 128) / 256; the loss -ln p[label] comes from a 256-entry table made at compile time."""
 
     kind = "XENT_GRAD"
+    Options = XentOptions
     role = "loss"
     kernel = "pockmcu_softmax_xent_grad_s8"
     io_dtypes = ("int8", "float32")
@@ -240,11 +271,11 @@ class XentGrad(OpDef):
         onehot = np.zeros_like(p)
         onehot[np.arange(len(p)), rt.label] = 1
         rt.loss = float(nll_table()[int(xs[0].reshape(-1)[rt.label[0]]) + 128])
-        return [(op.attrs["beta"] * (p - onehot)).reshape((len(p),) + g.t(op.outputs[0]).shape[1:])]
+        return [(op.options.beta * (p - onehot)).reshape((len(p),) + g.t(op.outputs[0]).shape[1:])]
 
     def c_context(self, g, op, cg):
-        return dict(p=g.t(op.inputs[0]), dl=g.t(op.outputs[0]), classes=op.attrs["classes"],
-                    beta=cg.float_lit(op.attrs["beta"]))
+        return dict(p=g.t(op.inputs[0]), dl=g.t(op.outputs[0]), classes=op.options.classes,
+                    beta=cg.float_lit(op.options.beta))
 
     c_call = """\
 result->loss = pockmcu_softmax_xent_grad_s8({{ptr(p)}}, {{classes}}, *(const int32_t *)label, {{beta}},
@@ -262,6 +293,7 @@ class MseGrad(OpDef):
     """Mean squared error against a float target: grad = 2 (y - t) / n, y dequantized."""
 
     kind = "MSE_GRAD"
+    Options = MseOptions
     role = "loss"
     io_dtypes = ("int8", "float32")
 

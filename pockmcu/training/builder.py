@@ -25,7 +25,7 @@ from dataclasses import replace
 from ..errors import PockError
 from ..ir import Graph, Op, Tensor
 from ..ops import REGISTRY, opdef
-from ..ops.base import make_op
+from ..ops.base import clamp_range, make_op, operand, option_items
 from .fusions import fuse_mean_backward
 from .graph import TrainGraph
 from .spec import LayerUpdate, UpdateSpec
@@ -100,7 +100,7 @@ class TrainBuilder:
         """The 1-bit mask of ``op``'s output, packed in the forward pass: bit k says that output k was
         not clamped (see ``masked``)."""
         out = self.g.t(op.outputs[0])
-        lo, hi = op.attrs.get("act_min", -128), op.attrs.get("act_max", 127)
+        lo, hi = clamp_range(op)
         mask = self.new_tensor(f"{op.name}_mask", ((out.size + 7) // 8,), "uint8")
         self.save_after(op, "MASK_PACK", f"{op.name}_mask_pack", [op.outputs[0]], [mask], lo=int(lo), hi=int(hi))
         return mask
@@ -137,7 +137,7 @@ class TrainBuilder:
                                 f"{last.kind if last else 'its input'}); use --loss mse")
             logits = last.inputs[0]
             dl = self.grad_tensor(logits)
-            self.emit("XENT_GRAD", "loss_xent", [out], [dl], beta=float(last.attrs.get("beta", 1.0)),
+            self.emit("XENT_GRAD", "loss_xent", [out], [dl], beta=float(option_items(last).get("beta", 1.0)),
                       classes=int(g.t(out).shape[-1]))
             self.grads[logits] = dl
             self.skip = {last.name}
@@ -173,9 +173,9 @@ def build_training(g: Graph, spec: UpdateSpec, loss: str, reorder: bool = True, 
     trainable = []
     for u in spec.trainable():
         if u.channels:
-            trainable.append(u.op.inputs[1])
+            trainable.append(operand(u.op, "weights"))
         if u.bias:
-            trainable.append(u.op.inputs[2])
+            trainable.append(operand(u.op, "bias"))
     out = tgraph.t(tgraph.outputs[0])
     label_shape = (1,) if loss == "xent" else tuple(out.shape)
     tg = TrainGraph(graph=tgraph, forward=forward, schedule=schedule, spec=spec, loss=loss,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir import Op
+from ..ops.base import make_op, operand, option_items
 from ..ops.conv import is_1x1, update_coefs
 from .graph import TrainGraph
 
@@ -33,9 +34,10 @@ def fuse_mean_backward(tg: TrainGraph) -> TrainGraph:
     fused_at: dict[int, Op] = {}
     dead_tensors: set[str] = set()
     for mean in sched[tg.n_forward:]:
-        if not mean.attrs.get("spatial_mean"):
+        if not option_items(mean).get("spatial_mean"):
             continue
-        conv = fwd_producer.get(mean.attrs["layer"].inputs[0])
+        layer = option_items(mean)["layer"]          # the MEAN or the global average pool
+        conv = fwd_producer.get(layer.inputs[0])
         broadcast = mean.outputs[0]
         apply = readers.get(broadcast, [])
         if conv is None or conv.kind != "CONV_2D" or not is_1x1(g, conv) or len(apply) != 1:
@@ -46,15 +48,14 @@ def fuse_mean_backward(tg: TrainGraph) -> TrainGraph:
             continue
         dz = apply.outputs[0]
         users = readers.get(dz, [])
-        bias_updates = [u for u in users if u.kind == "BIAS_UPDATE" and u.attrs["bias"] == conv.inputs[2]]
-        grad_inputs = [u for u in users if u.kind == "CONV_2D_GRAD_INPUT" and u.attrs["layer"] is conv]
+        bias_updates = [u for u in users if u.kind == "BIAS_UPDATE" and u.options.bias == operand(conv, "bias")]
+        grad_inputs = [u for u in users if u.kind == "CONV_2D_GRAD_INPUT" and u.options.layer is conv]
         if len(bias_updates) + len(grad_inputs) != len(users) or len(bias_updates) > 1 or len(grad_inputs) > 1:
             continue                      # a weight gradient (or anything else) reads the broadcast gradient
         _, bcoef = update_coefs(g, conv, tg.spec.qas)
-        fused = Op(kind="CONV_1X1_GRAD_FROM_MEAN", name=f"{conv.name}_grad_from_{mean.attrs['layer'].name}",
-                   inputs=[mean.inputs[-1], mask], outputs=list(grad_inputs[0].outputs) if grad_inputs else [],
-                   attrs=dict(layer=conv, bias=conv.inputs[2] if bias_updates else None, coef=bcoef),
-                   location="training graph")
+        fused = make_op("CONV_1X1_GRAD_FROM_MEAN", f"{conv.name}_grad_from_{layer.name}", [mean.inputs[-1], mask],
+                        list(grad_inputs[0].outputs) if grad_inputs else [], "training graph",
+                        layer=conv, bias=operand(conv, "bias") if bias_updates else None, coef=bcoef)
         drop |= {id(mean), id(apply)} | {id(u) for u in users}
         fused_at[id(apply)] = fused
         dead_tensors |= {broadcast, dz}

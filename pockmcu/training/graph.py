@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..ir import Graph, Op
+from ..ops.base import option_items
 from .spec import UpdateSpec
 
 
@@ -33,13 +34,14 @@ class TrainGraph:
     def state_elements(self, tensor: str) -> int:
         """Elements of ``tensor`` that train (the size of its optimizer state)."""
         for op in self.schedule:
-            if op.attrs.get("bias") == tensor:
+            o = option_items(op)
+            if o.get("bias") == tensor:
                 return self.graph.t(tensor).size
-            if op.attrs.get("weights") == tensor:
+            if o.get("weights") == tensor:
                 w = self.graph.t(tensor)
-                k = op.attrs["channels"]
+                k = o["channels"]
                 if op.kind == "DEPTHWISE_CONV_2D_WGRAD_UPDATE":
-                    return w.shape[1] * w.shape[2] * k * op.attrs["layer"].attrs["ch_mult"]
+                    return w.shape[1] * w.shape[2] * k * o["layer"].options.ch_mult
                 return w.size // w.shape[-1] * k
         return 0
 
@@ -53,10 +55,10 @@ class TrainGraph:
         DEPTHWISE_CONV_2D weights, biases and fully trained tensors are stored whole.
         """
         for op in self.schedule:
-            if op.kind == "CONV_2D_WGRAD_UPDATE" and op.attrs.get("weights") == tensor:
+            if op.kind == "CONV_2D_WGRAD_UPDATE" and op.options.weights == tensor:
                 w = self.graph.t(tensor)
-                k = op.attrs["channels"]
-                return k if op.attrs["channel_begin"] == 0 and k < w.shape[-1] else 0
+                k = op.options.channels
+                return k if op.options.channel_begin == 0 and k < w.shape[-1] else 0
         return 0
 
     def stored_shape(self, tensor: str) -> tuple[int, ...]:

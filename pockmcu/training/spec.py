@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ..errors import PockError
 from ..ir import Graph, Op
+from ..ops.base import operand
 
 PARAM_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 #: The optimizer when the spec names none. Without --update at all, gen searches for the update
@@ -80,7 +81,7 @@ def param_ops(g: Graph) -> list[Op]:
 
 
 def input_channels(g: Graph, op: Op) -> int:
-    w = g.t(op.inputs[1])
+    w = g.t(operand(op, "weights"))
     if op.kind == "DEPTHWISE_CONV_2D":
         return g.t(op.inputs[0]).shape[-1]
     return w.shape[-1]
@@ -144,7 +145,7 @@ def resolve_spec(raw: dict, g: Graph) -> UpdateSpec:
     elif bias not in ("none", None):
         raise PockError(f"--update: bias must be \"all\", \"none\" or {{\"last\": K}}, got {json.dumps(bias)}")
     for u in layers:  # a layer without a bias tensor has no bias to train
-        if u.bias and (len(u.op.inputs) < 3 or not u.op.inputs[2]):
+        if u.bias and not operand(u.op, "bias"):
             u.bias = False
 
     weights = raw.get("weights", "none")
