@@ -19,6 +19,7 @@ import jinja2
 import numpy as np
 
 from . import __version__
+from .ccode import Emission, Names, render_call, render_decl
 from .compiler import RUNTIME_RAM_BYTES, Compiled
 from .ir import C_TYPES, Graph, Tensor, c_ident
 from .kernel_table import Kernel, choose, target_features
@@ -180,6 +181,10 @@ class CodeGen:
             scratch = self.plan.scratch.get(op.name)
             kernel = self.kernel(op)
             n = c_ident(op.name)
+            emission = d.emit(self.g, op, self)
+            if emission is not None:
+                out.append(self._layer(step, op, n, rank, emission, scratch, kernel))
+                continue
             # kernels with a scratch argument get their planned buffer as a constant context
             ctx = dict(d.c_context(self.g, op, self), kernel=kernel.function, n=n, ptr=self.ptr, dims=self.dims,
                        ctx=f"&{n}_ctx" if scratch else f"&{NO_SCRATCH}")
@@ -191,10 +196,29 @@ class CodeGen:
                 decls += (f"\nstatic const cmsis_nn_context {n}_ctx = {{.buf = pockmcu_arena + {b.offset}, "
                           f".size = {b.size}}}; /* scratch */")
             out.append(dict(step=step, op=op, describe=self.describe(op), decls=decls.strip("\n"),
-                            call=call, alias=False, kernel=kernel.function, decl_rank=rank,
+                            call=call, call_in_block=call, alias=False, kernel=kernel.function, decl_rank=rank,
                             query=render(getattr(d, "c_buffer_query", "")),
                             returns_status=d.c_status))
         return out
+
+    def _layer(self, step: int, op, n: str, rank, emission: Emission, scratch: str | None, kernel: Kernel) -> dict:
+        """One step's emission written as C (ccode renders; this resolves the names)."""
+        names = Names(step=n, ptr=self._array, scratch=f"&{n}_ctx" if scratch else f"&{NO_SCRATCH}", ident=c_ident)
+        decls = [render_decl(x, names) for x in emission.decls]
+        if scratch and emission.uses_scratch():
+            b = self.plan.buffer(scratch)
+            decls.append(f"static const cmsis_nn_context {n}_ctx = {{.buf = pockmcu_arena + {b.offset}, "
+                         f".size = {b.size}}}; /* scratch */")
+        return dict(step=step, op=op, describe=self.describe(op), decls="\n".join(decls), alias=False,
+                    call="\n".join(render_call(c, names, 4) for c in emission.calls),
+                    call_in_block="\n".join(render_call(c, names, 8) for c in emission.calls),
+                    kernel=kernel.function, decl_rank=rank, emission=emission,
+                    query=render_call(emission.buffer_query, names, expression=True) if emission.buffer_query else "",
+                    returns_status=any(c.status for c in emission.calls))
+
+    def _array(self, t: str) -> str:
+        """The C array of a tensor as a call argument: a constant's as ``const`` gives it."""
+        return self.const(t) if self.g.t(t).is_const else self.name(t)
 
     def uses_no_scratch(self) -> bool:
         """Whether any call passes the empty scratch context (model.c declares it then)."""

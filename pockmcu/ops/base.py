@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..ccode import Emission
 from ..errors import PockError
 from ..ir import Graph, Op
 
@@ -198,6 +199,12 @@ class OpDef:
         """The op's row in the kernel-choice table (kernel_table.py), besides numerics and core:
         a shape class such as "per_channel" or "split" ("" for the general case)."""
         return ""
+
+    def emit(self, g: Graph, op: Op, cg: Any) -> Emission | None:
+        """What the step puts into the C (pockmcu/ccode.py): its declarations and kernel calls as
+        data. ``cg`` gives ``cg.kernel(op).function`` (the kernel-choice table's choice) and the
+        names of trainable parameters (``cg.param``, ``cg.head``, ``cg.optimizer_args``)."""
+        return None
 
     def c_context(self, g: Graph, op: Op, cg: Any) -> dict[str, Any]:
         return {}

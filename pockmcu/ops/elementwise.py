@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import fixedpoint as fp
+from ..ccode import Call, Emission, Ptr
 from ..ir import Graph, Op
 from .base import POINTWISE, SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, register
 
@@ -81,15 +82,13 @@ class Add(OpDef):
                 tb.add_grad(x, dz)
                 given = True
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
-        p = op.prepared
-        return dict(a=g.t(op.inputs[0]), b=g.t(op.inputs[1]), y=g.t(op.outputs[0]), q=p.q,
-                    act_min=p.act_min, act_max=p.act_max)
-
-    c_call = """\
-status = arm_elementwise_add_s8({{ptr(a)}}, {{ptr(b)}},
-                                {{q.input1_offset}}, {{q.input1_multiplier}}, {{q.input1_shift}},
-                                {{q.input2_offset}}, {{q.input2_multiplier}}, {{q.input2_shift}},
-                                {{q.left_shift}}, {{ptr(y)}},
-                                {{q.output_offset}}, {{q.output_multiplier}}, {{q.output_shift}},
-                                {{act_min}}, {{act_max}}, {{y.size}});"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        p, q = op.prepared, op.prepared.q
+        a, b, y = op.inputs[0], op.inputs[1], op.outputs[0]
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            Ptr(a), Ptr(b),
+            q["input1_offset"], q["input1_multiplier"], q["input1_shift"],
+            q["input2_offset"], q["input2_multiplier"], q["input2_shift"],
+            q["left_shift"], Ptr(y),
+            q["output_offset"], q["output_multiplier"], q["output_shift"],
+            p.act_min, p.act_max, g.t(y).size), status=True),))

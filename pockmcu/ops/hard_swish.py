@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import fixedpoint as fp
+from ..ccode import Call, Emission, Ptr
 from ..ir import Graph, Op
 from .base import POINTWISE, OpDef, Window, register
 from .conv import LayerGrad
@@ -166,13 +167,12 @@ class HardSwish(OpDef):
         tb.emit("HARD_SWISH_GRAD", f"{op.name}_grad", [x, tb.grad(op.outputs[0])], [dx], layer=op)
         tb.add_grad(x, dx)
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
         p = op.prepared
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), p=p, input_offset=-p.input_zero_point)
-
-    c_call = """\
-status = {{kernel}}({{ptr(x)}}, {{x.size}}, {{input_offset}}, {{p.reluish_multiplier}}, {{p.reluish_shift}},
-{{ ' ' * (kernel|length + 10) }}{{p.output_multiplier}}, {{p.output_shift}}, {{p.output_zero_point}}, {{ptr(y)}});"""
+        x, y = op.inputs[0], op.outputs[0]
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            Ptr(x), g.t(x).size, -p.input_zero_point, p.reluish_multiplier, p.reluish_shift,
+            p.output_multiplier, p.output_shift, p.output_zero_point, Ptr(y)), status=True),))
 
 
 @register
@@ -189,9 +189,7 @@ class HardSwishGrad(OpDef):
         x = g.t(op.inputs[0])
         return [hard_swish_grad(xs[0], xs[1], x.quant.s, x.quant.zp).astype(np.float64)]
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
         x = g.t(op.inputs[0])
-        return dict(x=x, dy=g.t(op.inputs[1]), dx=g.t(op.outputs[0]), scale=cg.float_lit(x.quant.s),
-                    zp=x.quant.zp)
-
-    c_call = "{{kernel}}({{ptr(x)}}, {{x.size}}, {{scale}}, {{zp}}, {{ptr(dy)}}, {{ptr(dx)}});"
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            Ptr(x.name), x.size, float(x.quant.s), x.quant.zp, Ptr(op.inputs[1]), Ptr(op.outputs[0]))),))
