@@ -28,6 +28,7 @@ from .search import Searcher, format_table, load_calib, render_plan_html, search
 from .sim import load
 from .targets import get_target
 from .train import HostTrainer, load_data, train_on_target, training_plan, write_params
+from .training.fusions import Fusions
 
 
 class _Parser(argparse.ArgumentParser):
@@ -74,18 +75,19 @@ def cmd_gen(args) -> int:
     flash = parse_size(args.flash, "--flash") if args.flash else None
     stack = parse_size(args.stack, "--stack")
     target = get_target(args.target).name
-    if not args.train and (args.update or args.loss or args.no_reorder or args.calib):
-        raise PockError("--update, --loss, --no-reorder and --calib go with --train")
+    if not args.train and (args.update or args.loss or args.no_reorder or args.calib or args.no_fusion):
+        raise PockError("--update, --loss, --no-reorder, --no-fusion and --calib go with --train")
     if args.calib and args.update:
         raise PockError("--calib chooses the update; give either --calib or --update")
     check_out_dir(args.output)
-    train = TrainOptions(spec=args.update, loss=args.loss or "xent", reorder=not args.no_reorder) if args.train else None
+    train = TrainOptions(spec=args.update, loss=args.loss or "xent", reorder=not args.no_reorder,
+                         fusions=Fusions().without(args.no_fusion or ())) if args.train else None
     choice = None
     if train and train.spec is None:  # choose the sparse update under --ram (pockmcu/search.py)
 
         calib = load_calib(args.calib, args.model, train.loss) if args.calib else None
         choice = search_update(args.model, ram, loss=train.loss, reorder=train.reorder, stack=stack, target=target,
-                               calib=calib, stream=args.stream)
+                               calib=calib, stream=args.stream, fusions=train.fusions)
         train.spec = choice.spec_json
     compiled = compile_model(args.model, ram=ram, flash=flash, stack=stack, target=target, train=train,
                              stream=args.stream, numerics=args.numerics)
@@ -231,6 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "peak by 10%% or more for at most 50%% more MACs; max: the lowest peak whatever the MACs; off")
     g.add_argument("--no-reorder", action="store_true",
                    help="run every update after the whole backward pass (exact SGD order, more RAM)")
+    g.add_argument("--no-fusion", action="append", choices=Fusions.NAMES, metavar="NAME",
+                   help="turn off one pass over the training graph that lowers RAM (repeatable; same bits either "
+                        "way): mean-backward (a spatial mean's gradient formed inside the 1x1 conv's backward), "
+                        "in-place-depthwise (a depthwise input gradient written over its output gradient), "
+                        "split-storage (only the trained input channels of a conv weight in RAM)")
     g.add_argument("--numerics", choices=["onnxruntime", "tflm"],
                    help="whose integer results to reproduce: onnxruntime (float32 requantization emulated exactly "
                         "in integers; default for .onnx) or tflm (TFLite Micro's fixed point; default for .tflite)")

@@ -19,6 +19,7 @@ from .plan import Plan, plan_memory
 from .stream import MODES as STREAM_MODES
 from .stream import all_candidates, choose_stream
 from .training.builder import TrainGraph, build_training, check_trainable
+from .training.fusions import Fusions
 from .training.spec import read_spec, resolve_spec
 
 #: RAM the runtime needs besides arena and stack (harness statics, I/O handles)
@@ -75,9 +76,8 @@ class TrainOptions:
     spec: str | None = None        # JSON text or path (None: the update search chooses, search.py)
     loss: str = "xent"
     reorder: bool = True
-    #: the fusion pass that forms a spatial mean's broadcast gradient inside the backward of the 1x1
-    #: conv before it (training/fusions.py)
-    fuse_mean_backward: bool = True
+    #: the passes over the training graph that lower its RAM (training/fusions.py)
+    fusions: Fusions = Fusions()
 
 
 @dataclass
@@ -181,7 +181,7 @@ def _compile_once(g: Graph, ram, flash, stack, target, train: TrainOptions | Non
                         target=target, stream=streamed)
     sg, streamed, tg = _stream_for_training(g, mode, spec, train, cands)
     if tg is None or sg is not g:
-        tg = build_training(sg, spec, train.loss, reorder=train.reorder, fuse_mean=train.fuse_mean_backward)
+        tg = build_training(sg, spec, train.loss, reorder=train.reorder, fusions=train.fusions)
     plan = plan_memory(tg.graph, tg.schedule)
     tg = tg.reordered(plan.schedule)
     return Compiled(graph=tg.graph, plan=plan, ram_budget=ram, flash_budget=flash, stack_bytes=stack,
@@ -201,7 +201,7 @@ def _stream_for_training(g: Graph, mode: str, spec, train: TrainOptions, cands):
     limit = min(trained, default=len(g.ops))
     if not any(c[0].end <= limit for c in cands):
         return g, None, None
-    tg = build_training(g, spec, train.loss, reorder=train.reorder, fuse_mean=train.fuse_mean_backward)
+    tg = build_training(g, spec, train.loss, reorder=train.reorder, fusions=train.fusions)
     live = live_bytes(lifetimes(tg.graph, tg.schedule).buffers, len(tg.schedule)) + [0]
     for s in range(len(tg.schedule) - 1, -1, -1):     # live[s] = peak from step s on
         live[s] = max(live[s], live[s + 1])

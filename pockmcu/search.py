@@ -60,6 +60,7 @@ from .ops.base import operand
 from .stream import all_candidates
 from .train import Data, HostTrainer, load_data
 from .training.builder import check_trainable
+from .training.fusions import Fusions
 from .training.spec import DEFAULT_OPTIMIZER, param_ops
 
 RATIOS = (0.125, 0.25, 0.5, 1.0)
@@ -165,8 +166,10 @@ class Coster:
     """Exact RAM of a scheme by compiling it; cached by spec."""
 
     def __init__(self, g: Graph, loss: str = "xent", reorder: bool = True, stack: int | None = None,
-                 target: str = "qemu-m4", optimizer: dict | None = None, stream: str = "auto"):
+                 target: str = "qemu-m4", optimizer: dict | None = None, stream: str = "auto",
+                 fusions: Fusions = Fusions()):
         self.g, self.loss, self.reorder, self.target, self.stream = g, loss, reorder, target, stream
+        self.fusions = fusions
         self.stack = DEFAULT_STACK_BYTES if stack is None else stack
         self.optimizer = dict(optimizer or DEFAULT_OPTIMIZER)
         self.cache: dict[str, Cost] = {}
@@ -174,7 +177,8 @@ class Coster:
         self._candidates = None          # stream.all_candidates(g), computed on first use
 
     def compiled(self, scheme: Scheme, ram: int = BIG_RAM, stream: str | None = None):
-        opts = TrainOptions(spec=json.dumps(scheme.spec(self.optimizer)), loss=self.loss, reorder=self.reorder)
+        opts = TrainOptions(spec=json.dumps(scheme.spec(self.optimizer)), loss=self.loss, reorder=self.reorder,
+                            fusions=self.fusions)
         return compile_graph(self.g, ram, None, self.stack, self.target, opts, stream or self.stream,
                              stream_candidates=self.candidates(stream or self.stream))
 
@@ -334,7 +338,8 @@ class Searcher:
     """One model, one gain table; searches any number of budgets with a shared compile cache."""
 
     def __init__(self, path, loss: str = "xent", reorder: bool = True, stack: int | None = None,
-                 target: str = "qemu-m4", calib=None, seed: int = 0, log=None, stream: str = "auto"):
+                 target: str = "qemu-m4", calib=None, seed: int = 0, log=None, stream: str = "auto",
+                 fusions: Fusions = Fusions()):
         self.path = path
         g = load_and_check(path)
         check_trainable(g, loss)
@@ -342,7 +347,8 @@ class Searcher:
         if not self.info:
             raise PockError(f"{g.source}: no CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED layer to train")
         self.L = len(self.info)
-        self.coster = Coster(g, loss=loss, reorder=reorder, stack=stack, target=target, stream=stream)
+        self.coster = Coster(g, loss=loss, reorder=reorder, stack=stack, target=target, stream=stream,
+                             fusions=fusions)
         if calib is not None:
             self.gains = measured_gains(path, self.info, calib, seed=seed, loss=loss, log=log)
             self.source = "measured"
@@ -444,10 +450,11 @@ class Searcher:
 
 
 def search_update(path, ram: int, loss: str = "xent", reorder: bool = True, stack: int | None = None,
-                  target: str = "qemu-m4", calib=None, seed: int = 0, log=None, stream: str = "auto") -> Choice:
+                  target: str = "qemu-m4", calib=None, seed: int = 0, log=None, stream: str = "auto",
+                  fusions: Fusions = Fusions()) -> Choice:
     """The sparse update with the most expected gain whose RAM fits ``ram`` (see the module docstring)."""
     return Searcher(path, loss=loss, reorder=reorder, stack=stack, target=target, calib=calib, seed=seed,
-                    log=log, stream=stream).search(ram)
+                    log=log, stream=stream, fusions=fusions).search(ram)
 
 
 # -- pockmcu plan ---------------------------------------------------------------------------

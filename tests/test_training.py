@@ -16,6 +16,7 @@ from pockmcu.export import export_tflite
 from pockmcu.ops.base import option_items
 from pockmcu.train import Data, HostTrainer, read_params, train_on_target, write_params
 from pockmcu.training import params
+from pockmcu.training.fusions import Fusions
 from pockmcu.training.reference import ReferenceTrainer
 
 SPARSE = {  # shaped like the Tiny Training Engine's schemes: biases of the last layers, a few weight layers
@@ -30,11 +31,12 @@ SPARSE = {  # shaped like the Tiny Training Engine's schemes: biases of the last
 }
 
 
-def make(model, spec, tmp_path, loss="xent", reorder=True, ram="512KB", fuse_mean=True):
+def make(model, spec, tmp_path, loss="xent", reorder=True, ram="512KB", fuse_mean=True, fusions=None):
     from pockmcu.compiler import parse_size
 
+    fusions = fusions or Fusions(mean_backward=fuse_mean)
     c = compile_model(model, ram=parse_size(ram), train=TrainOptions(spec=json.dumps(spec), loss=loss,
-                                                                     reorder=reorder, fuse_mean_backward=fuse_mean))
+                                                                     reorder=reorder, fusions=fusions))
     out = write_project(c, tmp_path / model.stem)
     return c, out
 
@@ -227,6 +229,36 @@ def test_mean_backward_fused_is_bit_identical(reorder, tmp_path):
         assert ref.step(x, y) == ref0.step(x, y)
     for t, v in ref.params().items():
         np.testing.assert_array_equal(v, ref0.params()[t], err_msg=t)
+
+
+@pytest.mark.parametrize("name", ["in-place-depthwise", "split-storage"])
+def test_fusion_switches_keep_bits(name, tmp_path):
+    """Each RAM pass over the training graph can be switched off (gen --no-fusion NAME); with it on,
+    RAM is lower and a training epoch leaves the same parameters byte for byte."""
+    if name == "in-place-depthwise":   # train the layers behind KWS's stride-1 depthwise convs
+        model = SHARED / "mlperf_kws_dscnn.tflite"
+        spec = {"bias": "all", "weights": [{"layer": -1}], "optimizer": {"kind": "sgd", "lr": 0.05}}
+    else:                              # ResNet-8's second-to-last conv trains 1/4 of its input channels
+        model, spec = SHARED / "mlperf_ic_resnet8.tflite", SPARSE["mlperf_ic_resnet8"]
+    c, out = make(model, spec, tmp_path / "on")
+    c0, out0 = make(model, spec, tmp_path / "off", fusions=Fusions().without([name]))
+    if name == "in-place-depthwise":
+        over = {op.kind for op in c.train.schedule if op.name in c.plan.writes_over_input}
+        over0 = {op.kind for op in c0.train.schedule if op.name in c0.plan.writes_over_input}
+        assert "DEPTHWISE_CONV_2D_GRAD_INPUT" in over and "DEPTHWISE_CONV_2D_GRAD_INPUT" not in over0
+        assert c.plan.arena_bytes < c0.plan.arena_bytes
+    else:
+        assert c.train.split_tensors and not c0.train.split_tensors
+        assert c.persistent_ram_bytes < c0.persistent_ram_bytes
+    data = random_data(c, 4, seed=5)
+    trained = []
+    for cc, o in ((c, out), (c0, out0)):
+        host = HostTrainer(o)
+        host.train(data, epochs=1, seed=6, log=lambda *_: None)
+        trained.append(unpack(cc, host.params()))
+    assert trained[0].keys() == trained[1].keys()
+    for t in trained[0]:
+        np.testing.assert_array_equal(trained[0][t], trained[1][t], err_msg=t)
 
 
 def _split_layers(c):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -97,8 +98,26 @@ def test_training_commands_need_a_training_build(tmp_path):
     np.savez(tmp_path / "d.npz", x=np.zeros((2, 49, 10, 1), np.int8), y=np.zeros(2, int))
     one_line_error(pockmcu("sim", tmp_path / "inf", "--train", tmp_path / "d.npz"), "without --train")
     one_line_error(pockmcu("gen", KWS, "--update", SPEC, "--ram", "256KB", "-o", tmp_path / "x"), "go with --train")
+    one_line_error(pockmcu("gen", KWS, "--no-fusion", "split-storage", "--ram", "256KB", "-o", tmp_path / "x"),
+                   "go with --train")
     one_line_error(pockmcu("gen", SHARED / "mlperf_ad_autoencoder.tflite", "--train", "--ram", "256KB",
                            "-o", tmp_path / "ad"), "--loss mse")
+
+
+def test_no_fusion_switches_a_pass_off(tmp_path):
+    """--no-fusion mean-backward: KWS's pooled 1x1 conv trains through the unfused mean gradient, in a
+    larger arena (plan.json), and an unknown pass name is refused."""
+    arena = {}
+    for tag, extra in (("on", []), ("off", ["--no-fusion", "mean-backward"])):
+        r = pockmcu("gen", KWS, "--train", "--update", SPEC, "--ram", "256KB", *extra, "-o", tmp_path / tag)
+        assert r.returncode == 0, r.stderr
+        plan = json.loads((tmp_path / tag / "plan.json").read_text())
+        arena[tag] = plan["arena_bytes"]
+        kinds = {s["kind"] for s in plan["steps"]}
+        assert ("CONV_1X1_GRAD_FROM_MEAN" in kinds) == (tag == "on")
+    assert arena["on"] < arena["off"]
+    r = pockmcu("gen", KWS, "--train", "--no-fusion", "everything", "-o", tmp_path / "x")
+    assert r.returncode == 2 and "invalid choice" in r.stderr
 
 
 def test_training_budget_too_small(tmp_path):

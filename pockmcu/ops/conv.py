@@ -483,9 +483,18 @@ status = pockmcu_conv_wgrad_update_s8({{ctx}}, &{{layer}}_params, &{{n}}_input_d
     c_buffer_query = "pockmcu_conv_wgrad_update_s8_get_buffer_size(&{{n}}_input_dims, &{{filter_dims}})"
 
 
+@dataclass(frozen=True, eq=False)
+class DepthwiseGrad(LayerGrad):
+    """The input gradient of a depthwise layer; ``in_place``: dx may be written over dz
+    (training/fusions.py depthwise_grad_in_place)."""
+
+    in_place: bool = False
+
+
 @register
 class DepthwiseGradInput(_GradOp):
     kind = "DEPTHWISE_CONV_2D_GRAD_INPUT"
+    Options = DepthwiseGrad
     kernel = "pockmcu_depthwise_conv_grad_input_f32"
     c_status = True
 
@@ -506,11 +515,13 @@ class DepthwiseGradInput(_GradOp):
                 dxp[_tap_slices(i, j, a, dz.shape[1:3])] += contrib
         return [_crop(dxp, xshape, f.prepared.pads)]
 
-    # Stride 1, ch_mult 1: dx may be written over dz when dz dies here (the planner decides); then the
-    # row-by-row kernel (same bits, a small ring of rows as scratch) runs. That halves the peak of a
-    # depthwise backward step.
+    # Stride 1, ch_mult 1, when the fusion pass allows it: dx may be written over dz when dz dies here
+    # (the planner decides); then the row-by-row kernel (same bits, a small ring of rows as scratch)
+    # runs. That halves the peak of a depthwise backward step.
     def shared_inputs(self, g: Graph, op: Op) -> tuple[int, ...]:
         f = op.options.layer
+        if not op.options.in_place:
+            return ()
         same = g.t(op.inputs[0]).shape == g.t(op.outputs[0]).shape
         return (0,) if tuple(f.options.stride) == (1, 1) and same and f.options.ch_mult == 1 else ()
 

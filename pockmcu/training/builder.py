@@ -26,7 +26,7 @@ from ..errors import PockError
 from ..ir import Graph, Op, Tensor
 from ..ops import REGISTRY, opdef
 from ..ops.base import clamp_range, make_op, operand, option_items
-from .fusions import fuse_mean_backward
+from .fusions import Fusions, apply_fusions
 from .graph import TrainGraph
 from .spec import LayerUpdate, UpdateSpec
 
@@ -162,8 +162,8 @@ class TrainBuilder:
         return schedule + self.backward + self.deferred
 
 
-def build_training(g: Graph, spec: UpdateSpec, loss: str, reorder: bool = True, fuse_mean: bool = True
-                   ) -> TrainGraph:
+def build_training(g: Graph, spec: UpdateSpec, loss: str, reorder: bool = True,
+                   fusions: Fusions = Fusions()) -> TrainGraph:
     """The training graph of ``g`` (a new graph holding g's tensors and the new ones; ``g`` is not
     changed), then the fusion passes asked for (training/fusions.py)."""
     tgraph = replace(g, tensors=dict(g.tensors), ops=list(g.ops))
@@ -181,8 +181,7 @@ def build_training(g: Graph, spec: UpdateSpec, loss: str, reorder: bool = True, 
     tg = TrainGraph(graph=tgraph, forward=forward, schedule=schedule, spec=spec, loss=loss,
                     n_forward=len(schedule) - len(tb.backward) - len(tb.deferred), reorder=reorder,
                     trainable_tensors=trainable, label_shape=label_shape)
-    if fuse_mean:
-        tg = fuse_mean_backward(tg)
+    tg = apply_fusions(tg, fusions)
     for op in tg.schedule[tg.n_forward:]:
         if op.kind not in REGISTRY:
             raise PockError(f"internal: no definition for training op {op.kind}")

@@ -1,6 +1,7 @@
 """Fusion passes over the training graph. Each takes a ``TrainGraph`` and returns a new one; the
-gradient rules (ops/*.py ``backward``) stay plain, and each fusion is switched from the compile
-options (compiler.TrainOptions).
+gradient rules (ops/*.py ``backward``) stay plain, and each is switched by ``Fusions`` (the compile
+options' ``TrainOptions.fusions``; ``pockmcu gen --train --no-fusion NAME``). Every pass keeps the
+bits of a training step: only RAM changes.
 
 ``fuse_mean_backward``: a 1x1 CONV_2D whose output only feeds a spatial mean (MEAN over H, W, or an
 average pool whose one window is the whole input). Unfused, the mean's backward writes its broadcast
@@ -12,12 +13,65 @@ order: bit-identical, and the broadcast gradient never exists.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..ir import Op
 from ..ops.base import make_op, operand, option_items
 from ..ops.conv import is_1x1, update_coefs
 from .graph import TrainGraph
+
+
+@dataclass(frozen=True)
+class Fusions:
+    """Which training-graph passes run (all by default)."""
+
+    mean_backward: bool = True        # fuse_mean_backward
+    in_place_depthwise: bool = True   # depthwise_grad_in_place
+    split_storage: bool = True        # store_split_channels
+
+    #: the names ``--no-fusion`` takes
+    NAMES = ("mean-backward", "in-place-depthwise", "split-storage")
+
+    def without(self, names) -> "Fusions":
+        return replace(self, **{n.replace("-", "_"): False for n in names})
+
+
+def apply_fusions(tg: TrainGraph, fusions: Fusions) -> TrainGraph:
+    """The passes ``fusions`` asks for, in order."""
+    if fusions.mean_backward:
+        tg = fuse_mean_backward(tg)
+    if fusions.in_place_depthwise:
+        tg = depthwise_grad_in_place(tg)
+    if fusions.split_storage:
+        tg = store_split_channels(tg)
+    return tg
+
+
+def depthwise_grad_in_place(tg: TrainGraph) -> TrainGraph:
+    """Let the input gradient of a stride-1, multiplier-1 depthwise conv be written over its output
+    gradient when that dies there (the planner decides; the row-by-row kernel then runs with a
+    small ring of rows as scratch, same bits). That halves the peak of a depthwise backward step."""
+    sched = [replace_options(op, in_place=True) if op.kind == "DEPTHWISE_CONV_2D_GRAD_INPUT" else op
+             for op in tg.schedule]
+    return replace(tg, schedule=sched)
+
+
+def store_split_channels(tg: TrainGraph) -> TrainGraph:
+    """Keep in RAM only the trained input channels of a CONV_2D weight whose update trains the first
+    k < C_in of them (rows of k per filter tap; the frozen channels are read from flash):
+    ``TrainGraph.head_channels``. Without it the whole tensor is copied to RAM."""
+    split = set()
+    for op in tg.schedule:
+        if op.kind == "CONV_2D_WGRAD_UPDATE":
+            w = tg.graph.t(op.options.weights)
+            if op.options.channel_begin == 0 and op.options.channels < w.shape[-1]:
+                split.add(op.options.weights)
+    return replace(tg, split_tensors=frozenset(split))
+
+
+def replace_options(op: Op, **changes) -> Op:
+    """A copy of ``op`` with some options changed."""
+    return replace(op, options=replace(op.options, **changes))
 
 
 def fuse_mean_backward(tg: TrainGraph) -> TrainGraph:

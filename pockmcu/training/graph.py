@@ -23,6 +23,8 @@ class TrainGraph:
     reorder: bool = True
     trainable_tensors: list[str] = field(default_factory=list)   # int8 weights / int32 biases kept in RAM
     label_shape: tuple[int, ...] = ()
+    #: CONV_2D weights kept in RAM as their trained input channels only (fusions.store_split_channels)
+    split_tensors: frozenset[str] = frozenset()
 
     def reordered(self, schedule: list[Op]) -> "TrainGraph":
         """The same training graph run in ``schedule`` (a valid reordering, plan.Plan.schedule): the
@@ -54,11 +56,11 @@ class TrainGraph:
         pass and the input gradient take both (pockmcu_convolve_split_s8). FULLY_CONNECTED and
         DEPTHWISE_CONV_2D weights, biases and fully trained tensors are stored whole.
         """
+        if tensor not in self.split_tensors:
+            return 0
         for op in self.schedule:
             if op.kind == "CONV_2D_WGRAD_UPDATE" and op.options.weights == tensor:
-                w = self.graph.t(tensor)
-                k = op.options.channels
-                return k if op.options.channel_begin == 0 and k < w.shape[-1] else 0
+                return op.options.channels
         return 0
 
     def stored_shape(self, tensor: str) -> tuple[int, ...]:
