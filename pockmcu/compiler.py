@@ -15,6 +15,7 @@ from .frontend import load_model
 from .ir import Graph
 from .lifetimes import lifetimes, live_bytes
 from .ops import REGISTRY, opdef
+from .ops.base import op_problems
 from .plan import Plan, plan_memory
 from .stream import MODES as STREAM_MODES
 from .stream import all_candidates, choose_stream
@@ -47,7 +48,7 @@ def unsupported(g: Graph) -> list[str]:
         if d is None:
             problems.append(f"op {op.kind} at {op.location.split(' (')[0]} is not supported")
             continue
-        for p in d.check(g, op):
+        for p in op_problems(g, op):
             problems.append(f"{op.kind} '{op.name}' ({op.location.split(' (')[0]}): {p}")
     for name in g.inputs + g.outputs:
         t = g.t(name)
@@ -123,8 +124,23 @@ def load_and_check(path, numerics: str | None = None) -> Graph:
     g.numerics = numerics
     check_supported(g)
     for op in g.ops:
-        op.prepared = opdef(op.kind).prepare(g, op)
+        op.prepared = prepare(g, op)
     return g
+
+
+def prepare(g: Graph, op) -> object:
+    """The op's compile-time constants (OpDef.prepare), with any arithmetic its parameters break
+    (a scale whose multiplier needs a shift past 31 bits, a zero beta, shapes that contradict each
+    other) reported as one line naming the op."""
+    where = f"{op.kind} '{op.name}' ({op.location.split(' (')[0]})"
+    try:
+        return opdef(op.kind).prepare(g, op)
+    except PockError as exc:
+        raise PockError(f"{where}: {exc}") from None
+    except (ValueError, ArithmeticError, IndexError) as exc:
+        raise PockError(f"{where}: its parameters are out of range or inconsistent ({type(exc).__name__}: "
+                        f"{str(exc)[:100]}); the model file is damaged or uses values fixed-point int8 "
+                        "arithmetic cannot represent") from None
 
 
 def compile_graph(g: Graph, ram: int, flash: int | None = None, stack: int = DEFAULT_STACK_BYTES,

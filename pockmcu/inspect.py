@@ -7,6 +7,7 @@ from pathlib import Path
 from .compiler import unsupported
 from .frontend import load_model
 from .ops import REGISTRY
+from .ops.base import op_problems
 
 
 def _quant(t) -> str:
@@ -31,7 +32,7 @@ def inspect_model(path) -> str:
     for i, op in enumerate(g.ops):
         d = REGISTRY.get(op.kind)
         macs = 0
-        if d is not None and not d.check(g, op):
+        if d is not None and not op_problems(g, op):
             try:
                 d.prepare(g, op)
                 macs = d.macs(g, op)
@@ -42,7 +43,7 @@ def inspect_model(path) -> str:
         desc = f"{out.dtype} {list(out.shape)}" if out else ""
         weights = [g.t(x) for x in op.inputs[1:2] if x and g.t(x).is_const]
         q = _quant(weights[0]) if weights else (_quant(out) if out else "")
-        mark = "" if d is not None and not d.check(g, op) else "  <- unsupported"
+        mark = "" if d is not None and not op_problems(g, op) else "  <- unsupported"
         lines.append(f"  {i:3d} {op.name:12s} {op.kind:18s} {macs:10d}  {desc:28s} {q}{mark}")
     weights = sum(t.nbytes for t in g.tensors.values() if t.is_const)
     lines.append("")

@@ -79,6 +79,17 @@ def operand(op: Op, name: str) -> str:
     return op.inputs[k] if k < len(op.inputs) else ""
 
 
+def op_problems(g: Graph, op: Op) -> list[str]:
+    """Why ``op`` cannot compile: a missing operand or output first (then nothing else is asked),
+    else its kind's ``check``."""
+    d = REGISTRY[op.kind]
+    missing = [f"input {k} ({name}) is missing" for k, name in enumerate(d.operands)
+               if name not in d.optional_operands and (k >= len(op.inputs) or not op.inputs[k])]
+    if not op.outputs:
+        missing.append("it has no output")
+    return missing or d.check(g, op)
+
+
 def option_items(op: Op) -> dict:
     """Every option of an op by name (the scheduler scans them for parameters)."""
     if op.options is None:
@@ -126,6 +137,8 @@ class OpDef:
     Options: ClassVar[type | None] = None
     #: names of the input positions (``operand(op, "weights")`` instead of ``op.inputs[1]``)
     operands: ClassVar[tuple[str, ...]] = ("input",)
+    #: operands a model may leave out (TFLite index -1, or fewer inputs)
+    optional_operands: ClassVar[tuple[str, ...]] = ("bias",)
     #: what a training-graph op is to the scheduler: "update" (writes a trainable parameter; kept in
     #: order and, with --no-reorder, deferred to the end), "loss" (the barrier between the forward
     #: and backward phases), or "" (anything else)

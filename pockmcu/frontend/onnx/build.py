@@ -198,8 +198,13 @@ class Builder:
             zp = zp.astype(np.int64).reshape(-1)
         else:
             zp, dtype = np.zeros(scale.shape, np.int64), default_dtype
-        if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
-            raise self.err(f"scale {scale.tolist()[:4]} is not positive and finite")
+        if not np.all(np.isfinite(scale)) or np.any(scale < np.finfo(np.float32).tiny):
+            raise self.err(f"scale {scale.tolist()[:4]} is not a positive finite (normal float32) number")
+        lo, hi = {"int8": (-128, 127), "uint8": (0, 255)}.get(dtype, (-(1 << 31), (1 << 31) - 1))
+        if np.any(zp < lo) or np.any(zp > hi):
+            raise self.err(f"zero point {zp.tolist()[:4]} is outside the {dtype} range [{lo}, {hi}]")
+        if zp.size not in (1, scale.size):
+            raise self.err(f"{zp.size} zero points for {scale.size} scales")
         if zp.size == 1 and scale.size > 1:
             zp = np.full(scale.shape, zp[0], np.int64)
         return scale, zp, dtype

@@ -39,11 +39,25 @@ def load_onnx(path: str | Path, numerics: str = "tflm") -> Graph:
     g = model.graph
     check_graph(path, g, HANDLERS)
     for init in g.initializer:
-        cx.env[init.name] = onnx.numpy_helper.to_array(init)
+        try:
+            cx.env[init.name] = onnx.numpy_helper.to_array(init)
+        except Exception as exc:  # noqa: BLE001 - protobuf/numpy on a damaged initializer
+            raise PockError(f"{path.name}: initializer '{init.name}' is damaged ({type(exc).__name__}: "
+                            f"{str(exc)[:80]}); re-export the model") from None
     inputs = [model_input(cx, vi) for vi in g.input if vi.name not in cx.env]
     for k, node in enumerate(g.node):
         cx.k, cx.node = k, node
-        HANDLERS[node.op_type](cx, node)
+        try:
+            HANDLERS[node.op_type](cx, node)
+        except PockError:
+            raise
+        except KeyError as exc:      # an attribute or a value the node names does not exist
+            raise cx.err(f"names {exc} which the model does not define (a missing attribute or input)") from None
+        except MemoryError:
+            raise cx.err("its attributes make a tensor too large to hold in memory") from None
+        except (IndexError, ValueError, TypeError, ArithmeticError) as exc:
+            raise cx.err(f"its attributes or inputs are inconsistent ({type(exc).__name__}: "
+                         f"{str(exc)[:100]})") from None
     cx.k, cx.node = -1, None
     outputs = [model_output(cx, vi) for vi in g.output]
 

@@ -116,6 +116,8 @@ def window(at: dict, in_hw, k_hw, strides, dil, err: Callable[[str], PockError],
     (auto_pad SAME_UPPER / SAME_LOWER / VALID, or explicit pads with ceil_mode)."""
     auto = at.get("auto_pad", b"NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else auto
+    if min(list(k_hw) + list(strides) + list(dil)) < 1:
+        raise err(f"kernel {list(k_hw)}, strides {list(strides)} and dilations {list(dil)} must be positive")
     eff = [(k_hw[i] - 1) * dil[i] + 1 for i in range(2)]
     if auto in ("SAME_UPPER", "SAME_LOWER", "VALID"):
         padding = "VALID" if auto == "VALID" else "SAME"
@@ -130,6 +132,8 @@ def window(at: dict, in_hw, k_hw, strides, dil, err: Callable[[str], PockError],
             raise err(f"pads {p} (need 4 values for a 2-D window)")
         if min(p) < 0:
             raise err(f"negative pads {p}")
+        if max(p) > 1 << 16:
+            raise err(f"pads {p} would make tensors far larger than a microcontroller holds")
         out, begin = [], p[:2]
         for i in range(2):
             span = in_hw[i] + p[i] + p[i + 2] - eff[i]

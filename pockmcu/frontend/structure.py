@@ -1,0 +1,42 @@
+"""The graph a frontend built, checked as a dataflow program before anything else reads it.
+
+Both frontends call ``check_structure``: a model must have inputs and outputs; every op reads only
+model inputs, constants and tensors an earlier op wrote; no tensor is written twice, and no op writes
+a model input or a constant; every model output is written (or is an input). A damaged or reordered
+file fails here with one line naming the op and the tensor, never later as a missing name.
+"""
+
+from __future__ import annotations
+
+from ..errors import PockError
+from ..ir import Graph
+
+
+def check_structure(g: Graph, source: str, variables: set[str] | frozenset[str] = frozenset()) -> None:
+    """``variables``: state tensors an op both reads and writes (TFLite variable tensors)."""
+    if not g.inputs:
+        raise PockError(f"{source}: the model has no input")
+    if not g.outputs:
+        raise PockError(f"{source}: the model has no output")
+    if len(set(g.inputs)) != len(g.inputs):
+        raise PockError(f"{source}: a tensor is listed twice as a model input")
+    for t in g.inputs:
+        if g.t(t).is_const:
+            raise PockError(f"{source}: model input '{t}' is a constant; the model file is damaged")
+    written = set(g.inputs) | set(variables)
+    for op in g.ops:
+        where = f"{source}: {op.kind} at {op.location.split(' (')[0]}"
+        for t in op.inputs:
+            if t and t not in written and not g.t(t).is_const:
+                raise PockError(f"{where} reads '{t}' before any op writes it; the operators are out of order "
+                                "or the model file is damaged")
+        for t in op.outputs:
+            if t in variables:
+                continue
+            if t in written or g.t(t).is_const:
+                what = "a model input" if t in g.inputs else "a constant" if g.t(t).is_const else "written twice"
+                raise PockError(f"{where} writes '{t}', which is {what}; the model file is damaged")
+            written.add(t)
+    for t in g.outputs:
+        if t not in written and not g.t(t).is_const:
+            raise PockError(f"{source}: model output '{t}' is written by no op; the model file is damaged")

@@ -1,0 +1,486 @@
+#!/usr/bin/env python3
+"""Mutated model files through pockmcu: every one must be refused with one line (exit 2) or compile.
+
+    python tests/fuzz_models.py [--count N] [--seconds S] [--seed K] [--stages inspect,gen,sim]
+                                [--jobs J] [--keep DIR]
+
+Seeds are the shared third-party models (../shared/models) and the repo's fixtures. Each mutant is
+one seeded edit of one seed file:
+
+- bytes: bit flips, overwritten / deleted / inserted / swapped bytes, truncation;
+- TFLite fields, edited in place in the flatbuffer: tensor shapes, types, buffer indices,
+  quantization scales (0, NaN, inf, negative, 1e-45, ...), zero points (1000, -129, 2^40, ...) and
+  quantized dimensions, operator input/output indices (-1, n, 2^31-1, ...), opcode indices,
+  builtin option fields (strides 0 / -1 / 1000, ...), subgraph inputs/outputs, buffer lengths,
+  operators removed or swapped;
+- ONNX fields: initializer dims and data, scales and zero points, node attributes (strides,
+  kernel_shape, axis, ...) changed or removed, nodes removed or swapped, inputs renamed.
+
+Each stage runs in a worker process with a memory limit and a time limit. A mutant's outcome per
+stage: ok, refused (a PockError: one line, exit 2), traceback (any other exception: a bug), hang
+(time limit) or crash (the worker died). With ``sim``, every mutant gen accepts is built for the
+host and run on one random sample. The summary counts them; ``--keep DIR`` saves every mutant that
+gave a traceback, hang or crash with a one-line reason, to reproduce it:
+``pockmcu gen DIR/<name> -o /tmp/x``. Exit status 1 if any did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import multiprocessing as mp
+import os
+import random
+import resource
+import shutil
+import struct
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "models"
+FIXTURES = ROOT / "tests" / "fixtures"
+
+# values that break assumptions
+INTS = [0, -1, 1, 2, 3, 7, 255, 1000, -1000, 65535, 1 << 20, (1 << 31) - 1, -(1 << 31)]
+FLOATS = [0.0, -0.0, float("nan"), float("inf"), float("-inf"), -1.0, 1e-45, 1e-30, 1e30, 3.4e38, 1.0, 0.5]
+ZPS = [1000, -129, 128, 255, -1000, 1 << 40, -(1 << 40), 127, -128]
+
+
+def seeds() -> list[Path]:
+    out = sorted(SHARED.glob("*.tflite")) + sorted(SHARED.glob("*.onnx"))
+    out += sorted((FIXTURES / "models").glob("*.tflite")) + sorted((FIXTURES / "onnx").glob("*.onnx"))
+    return [p for p in out if p.stat().st_size < 2_000_000]
+
+
+# -- byte mutations ---------------------------------------------------------------------------------
+
+def mutate_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    b = bytearray(data)
+    n = len(b)
+    how = rng.choice(["flip", "flip", "overwrite", "delete", "insert", "swap", "truncate"])
+    if how == "flip":
+        for _ in range(rng.choice([1, 1, 2, 8])):
+            i = rng.randrange(n)
+            b[i] ^= 1 << rng.randrange(8)
+    elif how == "overwrite":
+        i = rng.randrange(n)
+        k = rng.choice([1, 2, 4, 8, 64])
+        b[i:i + k] = bytes(rng.randrange(256) for _ in range(min(k, n - i)))
+    elif how == "delete":
+        i = rng.randrange(n)
+        del b[i:i + rng.choice([1, 4, 64])]
+    elif how == "insert":
+        i = rng.randrange(n)
+        b[i:i] = bytes(rng.randrange(256) for _ in range(rng.choice([1, 4, 64])))
+    elif how == "swap":
+        k = rng.choice([4, 16, 64])
+        i, j = rng.randrange(max(n - k, 1)), rng.randrange(max(n - k, 1))
+        b[i:i + k], b[j:j + k] = b[j:j + k], b[i:i + k]
+    else:
+        b = b[:rng.randrange(n)]
+    return bytes(b), f"bytes:{how}"
+
+
+# -- TFLite field mutations -------------------------------------------------------------------------
+
+@dataclass
+class Site:
+    offset: int          # absolute byte offset in the file
+    fmt: str             # struct format of the field
+    what: str            # description (for the report)
+    kind: str            # int / float / zp / index / enum
+
+
+def _vec(tab, field: int):
+    """(absolute start, length) of a vector field of a flatbuffer table, or None."""
+    o = tab.Offset(field)
+    if not o:
+        return None
+    return tab.Vector(o), tab.VectorLen(o)
+
+
+def _scalar(tab, field: int):
+    o = tab.Offset(field)
+    return o + tab.Pos if o else None
+
+
+def tflite_sites(data: bytes) -> tuple[list[Site], list[tuple[int, int]], list[int]]:
+    """Every editable field: (sites, [(vector length offset, length)] of buffers/op lists, op list)."""
+    import tflite
+
+    m = tflite.Model.GetRootAs(data, 0)
+    sites: list[Site] = []
+    lengths: list[tuple[int, int]] = []
+    for s in range(m.SubgraphsLength()):
+        sg = m.Subgraphs(s)
+        for field, what in ((6, "subgraph inputs"), (8, "subgraph outputs")):
+            v = _vec(sg._tab, field)
+            if v:
+                sites += [Site(v[0] + 4 * j, "<i", what, "index") for j in range(v[1])]
+        for i in range(sg.TensorsLength()):
+            t = sg.Tensors(i)
+            v = _vec(t._tab, 4)
+            if v:
+                sites += [Site(v[0] + 4 * j, "<i", f"tensor {i} shape", "int") for j in range(v[1])]
+                lengths.append((v[0] - 4, v[1]))
+            for field, fmt, what, kind in ((6, "<b", "type", "enum"), (8, "<I", "buffer", "index")):
+                p = _scalar(t._tab, field)
+                if p is not None:
+                    sites.append(Site(p, fmt, f"tensor {i} {what}", kind))
+            q = t.Quantization()
+            if q is not None:
+                for field, fmt, what, kind in ((8, "<f", "scale", "float"), (10, "<q", "zero point", "zp")):
+                    v = _vec(q._tab, field)
+                    if v:
+                        size = struct.calcsize(fmt)
+                        sites += [Site(v[0] + size * j, fmt, f"tensor {i} {what}", kind) for j in range(v[1])]
+                        lengths.append((v[0] - 4, v[1]))
+                p = _scalar(q._tab, 16)
+                if p is not None:
+                    sites.append(Site(p, "<i", f"tensor {i} quantized dimension", "int"))
+        for i in range(sg.OperatorsLength()):
+            o = sg.Operators(i)
+            p = _scalar(o._tab, 4)
+            if p is not None:
+                sites.append(Site(p, "<I", f"op {i} opcode index", "index"))
+            for field, what in ((6, "inputs"), (8, "outputs")):
+                v = _vec(o._tab, field)
+                if v:
+                    sites += [Site(v[0] + 4 * j, "<i", f"op {i} {what}", "index") for j in range(v[1])]
+                    lengths.append((v[0] - 4, v[1]))
+            opt = o.BuiltinOptions()
+            if opt is not None:
+                # every field present in the options table's vtable: write its low byte or 4 bytes
+                vt = opt.Pos - struct.unpack_from("<i", data, opt.Pos)[0]
+                vt_len = struct.unpack_from("<H", data, vt)[0]
+                for k in range((vt_len - 4) // 2):
+                    fo = struct.unpack_from("<H", data, vt + 4 + 2 * k)[0]
+                    if fo:
+                        sites.append(Site(opt.Pos + fo, "<b", f"op {i} option {k}", "int"))
+                        sites.append(Site(opt.Pos + fo, "<i", f"op {i} option {k}", "int"))
+        ops = _vec(sg._tab, 10)
+        if ops:
+            lengths.append((ops[0] - 4, ops[1]))
+    for b in range(m.BuffersLength()):
+        v = _vec(m.Buffers(b)._tab, 4)
+        if v and v[1]:
+            lengths.append((v[0] - 4, v[1]))
+    op_vector = []
+    if m.SubgraphsLength():
+        ops = _vec(m.Subgraphs(0)._tab, 10)
+        if ops:
+            op_vector = [ops[0] + 4 * j for j in range(ops[1])]
+    return sites, lengths, op_vector
+
+
+def _value_for(site: Site, rng: random.Random, old):
+    if site.kind == "float":
+        v = rng.choice(FLOATS + [old * 10 ** rng.randint(-30, 30) if math.isfinite(old) else 1.0])
+        return struct.pack("<f", v)[:4] and v
+    if site.kind == "zp":
+        return rng.choice(ZPS)
+    if site.kind == "enum":
+        return rng.choice([0, 1, 2, 3, 9, 17, 100, -1])
+    if site.kind == "index":
+        return rng.choice([-1, -2, 0, 1, old + 1, old - 1, 1 << 20, (1 << 31) - 1] if site.fmt != "<I"
+                          else [0, 1, old + 1, max(old - 1, 0), 1 << 20, (1 << 32) - 1])
+    return rng.choice(INTS + [old * 2, old + 1, -old])
+
+
+def _fits(fmt: str, v) -> bool:
+    try:
+        struct.pack(fmt, v)
+        return True
+    except struct.error:
+        return False
+
+
+def mutate_tflite(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    sites, lengths, op_vector = tflite_sites(data)
+    b = bytearray(data)
+    how = rng.choice(["field"] * 6 + ["length", "drop_op", "swap_ops"])
+    if how == "length" and lengths:
+        at, n = rng.choice(lengths)
+        new = rng.choice([0, max(n - 1, 0), n + 1, n * 2, 1 << 30])
+        struct.pack_into("<I", b, at, new)
+        return bytes(b), f"tflite:vector length {n}->{new}"
+    if how == "drop_op" and len(op_vector) > 1:
+        k = rng.randrange(len(op_vector))
+        last = op_vector[-1]
+        target = last + struct.unpack_from("<I", data, last)[0]
+        struct.pack_into("<I", b, op_vector[k], target - op_vector[k])      # op k := the last op
+        struct.pack_into("<I", b, op_vector[0] - 4, len(op_vector) - 1)      # one op fewer
+        return bytes(b), f"tflite:drop op {k}"
+    if how == "swap_ops" and len(op_vector) > 1:
+        i, j = rng.sample(range(len(op_vector)), 2)
+        ti = op_vector[i] + struct.unpack_from("<I", data, op_vector[i])[0]
+        tj = op_vector[j] + struct.unpack_from("<I", data, op_vector[j])[0]
+        struct.pack_into("<I", b, op_vector[i], tj - op_vector[i])
+        struct.pack_into("<I", b, op_vector[j], ti - op_vector[j])
+        return bytes(b), f"tflite:swap ops {i} {j}"
+    if not sites:
+        return mutate_bytes(data, rng)
+    site = rng.choice(sites)
+    old = struct.unpack_from(site.fmt, data, site.offset)[0]
+    for _ in range(10):
+        new = _value_for(site, rng, old)
+        if _fits(site.fmt, new) and new != old:
+            break
+    else:
+        return mutate_bytes(data, rng)
+    struct.pack_into(site.fmt, b, site.offset, new)
+    return bytes(b), f"tflite:{site.what} {old}->{new}"
+
+
+# -- ONNX field mutations ---------------------------------------------------------------------------
+
+def mutate_onnx(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    m = onnx.load_from_string(data)
+    g = m.graph
+    how = rng.choice(["init_dims", "init_data", "scale", "zero_point", "attr", "attr_drop", "node_drop",
+                      "node_swap", "rename", "opset"])
+    inits = list(g.initializer)
+    if how in ("scale", "zero_point"):
+        names = set()
+        for n in g.node:
+            if n.op_type in ("QuantizeLinear", "DequantizeLinear") and len(n.input) >= 2:
+                names.add(n.input[1] if how == "scale" else (n.input[2] if len(n.input) > 2 else ""))
+            elif n.op_type.startswith("QLinear"):
+                names.update(n.input[1::3] if how == "scale" else n.input[2::3])
+        cands = [t for t in inits if t.name in names]
+        if cands:
+            t = rng.choice(cands)
+            a = numpy_helper.to_array(t).copy()
+            if how == "scale":
+                a.reshape(-1)[rng.randrange(a.size)] = rng.choice(FLOATS)
+                new = numpy_helper.from_array(a.astype(np.float32), t.name)
+            else:
+                v = rng.choice(ZPS)
+                new = numpy_helper.from_array(np.full(a.shape, v, np.int64).astype(
+                    np.int32 if abs(v) < (1 << 31) else np.int64), t.name)
+            t.CopyFrom(new)
+            return m.SerializeToString(), f"onnx:{how} {t.name}"
+    if how == "init_dims" and inits:
+        t = rng.choice(inits)
+        if t.dims:
+            k = rng.randrange(len(t.dims))
+            t.dims[k] = rng.choice([0, 1, t.dims[k] + 1, (1 << 31) - 1, -1 if False else 2])
+            return m.SerializeToString(), f"onnx:dims of {t.name}"
+    if how == "init_data" and inits:
+        t = rng.choice(inits)
+        if t.raw_data:
+            t.raw_data = t.raw_data[:rng.randrange(len(t.raw_data))]
+            return m.SerializeToString(), f"onnx:truncated data of {t.name}"
+    if how in ("attr", "attr_drop"):
+        nodes = [n for n in g.node if n.attribute]
+        if nodes:
+            n = rng.choice(nodes)
+            k = rng.randrange(len(n.attribute))
+            a = n.attribute[k]
+            if how == "attr_drop":
+                del n.attribute[k]
+                return m.SerializeToString(), f"onnx:drop attribute {a.name} of {n.op_type}"
+            if a.ints:
+                a.ints[rng.randrange(len(a.ints))] = rng.choice([0, -1, 1000, (1 << 31) - 1])
+            elif a.type == onnx.AttributeProto.INT:
+                a.i = rng.choice([0, -1, 5, 1000, -1000])
+            elif a.type == onnx.AttributeProto.FLOAT:
+                a.f = rng.choice(FLOATS)
+            return m.SerializeToString(), f"onnx:attribute {a.name} of {n.op_type}"
+    if how == "node_drop" and len(g.node) > 1:
+        k = rng.randrange(len(g.node))
+        op = g.node[k].op_type
+        del g.node[k]
+        return m.SerializeToString(), f"onnx:drop node {k} ({op})"
+    if how == "node_swap" and len(g.node) > 1:
+        i, j = rng.sample(range(len(g.node)), 2)
+        a, b = onnx.NodeProto(), onnx.NodeProto()
+        a.CopyFrom(g.node[i])
+        b.CopyFrom(g.node[j])
+        g.node[i].CopyFrom(b)
+        g.node[j].CopyFrom(a)
+        return m.SerializeToString(), f"onnx:swap nodes {i} {j}"
+    if how == "rename" and g.node:
+        n = rng.choice(list(g.node))
+        if n.input:
+            n.input[rng.randrange(len(n.input))] = rng.choice(["", "no_such_tensor"])
+            return m.SerializeToString(), f"onnx:rename an input of {n.op_type}"
+    if how == "opset" and m.opset_import:
+        m.opset_import[0].version = rng.choice([1, 7, 99])
+        return m.SerializeToString(), "onnx:opset"
+    return mutate_bytes(data, rng)
+
+
+def mutate(path: Path, rng: random.Random) -> tuple[bytes, str]:
+    data = path.read_bytes()
+    try:
+        if rng.random() < 0.3:
+            return mutate_bytes(data, rng)
+        return (mutate_onnx if path.suffix == ".onnx" else mutate_tflite)(data, rng)
+    except Exception:  # a seed the structured mutators cannot walk: fall back to bytes
+        return mutate_bytes(data, rng)
+
+
+# -- running ------------------------------------------------------------------------------------------
+
+def _limit_memory(gb: int = 6) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (gb << 30, gb << 30))
+
+
+def run_stage(args: tuple[str, str, str]) -> tuple[str, str]:
+    """In a worker: run one stage on one mutant; (outcome, detail)."""
+    stage, model, work = args
+    from pockmcu.cli import main
+    from pockmcu.errors import PockError
+
+    out = Path(work) / "out"
+    err = io.StringIO()
+    old = sys.stderr, sys.stdout
+    sys.stderr, sys.stdout = err, io.StringIO()
+    try:
+        if stage == "sim":            # the host build of what gen wrote, one random sample
+            import numpy as np
+
+            from pockmcu import sim
+
+            m = sim.load(out)
+            xs = []
+            for spec in sim.read_plan(out)["inputs"]:
+                info = np.iinfo(spec["dtype"]) if spec["dtype"] != "float32" else None
+                rng = np.random.default_rng(1)
+                xs.append(rng.integers(info.min, info.max + 1, [1] + spec["shape"][1:]).astype(spec["dtype"])
+                          if info else rng.standard_normal([1] + spec["shape"][1:]).astype(np.float32))
+            m.invoke(*xs)
+            rc = 0
+        else:
+            rc = main({"inspect": ["inspect", model],
+                       "gen": ["gen", model, "--ram", "1MB", "-o", str(out)]}[stage])
+    except PockError as exc:       # raised outside main's handler
+        return "refused", str(exc)
+    except SystemExit as exc:
+        rc = exc.code if isinstance(exc.code, int) else 2
+    except BaseException as exc:   # noqa: BLE001 - the point is to catch everything
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
+        return "traceback", f"{type(exc).__name__} at {where}: {str(exc)[:160]}"
+    finally:
+        sys.stderr, sys.stdout = old
+    text = err.getvalue().strip()
+    if rc == 0:
+        return "ok", ""
+    if rc == 2 and text.count("\n") == 0 and "Traceback" not in text:
+        return "refused", text
+    return "traceback", f"exit {rc}: {text[-200:]}"
+
+
+def _worker_init() -> None:
+    _limit_memory()
+    sys.path.insert(0, str(ROOT))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--count", type=int, default=200, help="mutants (default 200)")
+    ap.add_argument("--seconds", type=float, default=600, help="stop starting new mutants after this (default 600)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--stages", default="inspect,gen", help="comma-separated, in order: inspect, gen, sim")
+    ap.add_argument("--timeout", type=float, default=60, help="seconds per stage before it counts as a hang")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--keep", metavar="DIR", help="save the mutants that failed, with their reasons")
+    ap.add_argument("--json", metavar="FILE", help="write the counts as JSON")
+    a = ap.parse_args()
+    stages = [s for s in a.stages.split(",") if s]
+    pool_seeds = seeds()
+    rng = random.Random(a.seed)
+    counts = {s: {"ok": 0, "refused": 0, "traceback": 0, "hang": 0, "crash": 0} for s in stages}
+    bad: list[str] = []
+    start = time.monotonic()
+    tmp = Path(tempfile.mkdtemp(prefix="pockmcu-fuzz-"))
+    keep = Path(a.keep) if a.keep else None
+    if keep:
+        keep.mkdir(parents=True, exist_ok=True)
+    ctx = mp.get_context("fork")
+    pool = ctx.Pool(a.jobs, initializer=_worker_init, maxtasksperchild=50)
+    done = 0
+    try:
+        pending = []
+        for k in range(a.count):
+            if time.monotonic() - start > a.seconds:
+                break
+            seed = pool_seeds[rng.randrange(len(pool_seeds))]
+            data, how = mutate(seed, rng)
+            work = tmp / f"m{k}"
+            work.mkdir()
+            model = work / f"m{k}_{seed.stem}{seed.suffix}"
+            model.write_bytes(data)
+            pending.append((k, seed, how, model, work))
+            if len(pending) >= a.jobs * 4 or k == a.count - 1:
+                pool = _run_batch(pool, ctx, pending, stages, a.timeout, a.jobs, counts, bad, keep)
+                done += len(pending)
+                pending = []
+                print(f"\r{done} mutants, {time.monotonic() - start:.0f} s", end="", file=sys.stderr, flush=True)
+        if pending:
+            pool = _run_batch(pool, ctx, pending, stages, a.timeout, a.jobs, counts, bad, keep)
+            done += len(pending)
+    finally:
+        pool.terminate()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(file=sys.stderr)
+    print(f"{done} mutants of {len(pool_seeds)} seeds in {time.monotonic() - start:.0f} s")
+    for s in stages:
+        c = counts[s]
+        print(f"  {s:8s} " + ", ".join(f"{k} {v}" for k, v in c.items()))
+    for line in bad[:50]:
+        print("  " + line)
+    if a.json:
+        Path(a.json).write_text(json.dumps(dict(mutants=done, counts=counts, failures=bad), indent=1))
+    return 1 if bad else 0
+
+
+def _run_batch(pool, ctx, batch, stages, timeout, jobs, counts, bad, keep):
+    """Run every stage of a batch of mutants (a stage only where the one before accepted the model;
+    inspect's outcome never stops gen). A hang or a crash restarts the pool and resubmits the rest."""
+    alive = {k: True for k, *_ in batch}
+    for stage in stages:
+        todo = [(k, seed, how, model, work) for k, seed, how, model, work in batch if alive[k]]
+        while todo:
+            results = [(j, pool.apply_async(run_stage, ((stage, str(j[3]), str(j[4])),))) for j in todo]
+            todo = []
+            for n, ((k, seed, how, model, work), r) in enumerate(results):
+                try:
+                    outcome, detail = r.get(timeout=timeout)
+                except mp.TimeoutError:
+                    outcome, detail = "hang", f"no answer in {timeout:.0f} s"
+                except Exception as exc:  # noqa: BLE001 - the worker died (segfault, killed)
+                    outcome, detail = "crash", f"{type(exc).__name__}: {exc}"
+                counts[stage][outcome] += 1
+                if outcome in ("traceback", "hang", "crash"):
+                    line = f"{stage} {outcome}: {model.name} ({how}): {detail}"
+                    bad.append(line)
+                    if keep:
+                        shutil.copyfile(model, keep / model.name)
+                        with open(keep / "reasons.txt", "a") as f:
+                            f.write(line + "\n")
+                if stage != "inspect" and outcome != "ok":
+                    alive[k] = False
+                if outcome in ("hang", "crash"):
+                    pool.terminate()
+                    pool = ctx.Pool(jobs, initializer=_worker_init, maxtasksperchild=50)
+                    todo = [j for j, _ in results[n + 1:]]
+                    break
+    return pool
+
+
+if __name__ == "__main__":
+    sys.exit(main())
