@@ -11,7 +11,7 @@ APT_PKGS   := gcc make gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: setup apt venv demo test test-fast bench fixtures clean
+.PHONY: fuzz setup apt venv demo test test-fast bench fixtures clean
 
 setup: apt venv
 
@@ -43,6 +43,12 @@ test-fast: setup
 
 bench: setup
 	$(PY) -m pockmcu.bench --all --train --digits --planner -o BENCHMARKS.md
+
+# Mutated models through inspect, gen and the host build: 0 tracebacks, hangs or crashes expected.
+# FUZZ_ARGS="--count 200 --seconds 60" for a short run; failures are kept in fuzz-failures/.
+FUZZ_ARGS ?= --count 10000 --seconds 3600 --stages inspect,gen,sim
+fuzz: setup
+	$(PY) tests/fuzz_models.py $(FUZZ_ARGS) --keep fuzz-failures
 
 # Regenerate the committed fixture models (needs no TensorFlow).
 fixtures: setup
