@@ -50,8 +50,9 @@ def unsupported(g: Graph) -> list[str]:
             problems.append(f"{op.kind} '{op.name}' ({op.location.split(' (')[0]}): {p}")
     for name in g.inputs + g.outputs:
         t = g.t(name)
-        if t.dtype not in ("int8", "float32") and not (t.dtype == "uint8" and g.format == "onnx"):
-            problems.append(f"model {'input' if name in g.inputs else 'output'} '{name}' is {t.dtype} (int8 or float32 only)")
+        if t.dtype not in ("int8", "uint8", "float32"):
+            problems.append(f"model {'input' if name in g.inputs else 'output'} '{name}' is {t.dtype} "
+                            "(int8, uint8 or float32 only)")
     return problems
 
 
