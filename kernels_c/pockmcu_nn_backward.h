@@ -412,6 +412,30 @@ float pockmcu_mse_grad_s8(const int8_t *y,
  */
 float pockmcu_mse_grad_f32(const float *y, int32_t n, const float *target, float *grad);
 
+/* ---- classifiers as users export them: softmax cross-entropy from int8 logits ---- */
+
+/**
+ * @brief Softmax cross-entropy loss and its gradient w.r.t. the logits, from int8 logits.
+ *
+ * For models whose scores are logits (no softmax, or a LOG_SOFTMAX after them). With d_c = max(q) - q_c:
+ * e_c = exp_table[d_c], sum = e_0 + ... (float32, class order), grad_logits[c] = e_c / sum - (c == label).
+ *
+ * @param[in]      logits         Logits, int8 [classes].
+ * @param[in]      classes        Number of classes.
+ * @param[in]      label          True class; outside [0, classes) the one-hot term is left out.
+ * @param[in]      scale          The logits' scale.
+ * @param[in]      exp_table      float32 [256]: exp(-scale * d) for d = 0..255.
+ * @param[out]     grad_logits    Gradient w.r.t. the real logits, float32 [classes].
+ *
+ * @return The loss -ln p_label = logf(sum) + scale * d_label, or 0 for a label outside [0, classes).
+ */
+float pockmcu_logits_xent_grad_s8(const int8_t *logits,
+                                  int32_t classes,
+                                  int32_t label,
+                                  float scale,
+                                  const float *exp_table,
+                                  float *grad_logits);
+
 #ifdef __cplusplus
 }
 #endif

@@ -238,6 +238,83 @@ arm_cmsis_nn_status pockmcu_convolve_split_s8(const cmsis_nn_context *ctx,
                                               int8_t *output_data,
                                               int32_t ort_rounding);
 
+/* ---- classifiers as users export them (LOG_SOFTMAX, uint8 <-> int8 requantization) ---- */
+
+/**
+ * @brief int8 LOG_SOFTMAX over rows, bit-exact with TFLM's reference_ops::LogSoftmaxQuantized<int8_t>.
+ *
+ * Output scale 16/256, zero point 127; see kernels_c/pockmcu_log_softmax_s8.c for the arithmetic. The
+ * constants are TFLM's (PreprocessLogSoftmaxScalingExp with beta 1, CalculateInputRadius;
+ * pockmcu.ops.log_softmax.log_softmax_params).
+ *
+ * @param[in]      input                       Input, int8 [num_rows * row_size].
+ * @param[in]      num_rows                    Number of rows.
+ * @param[in]      row_size                    Elements per row (the log-softmax axis).
+ * @param[in]      mult                        Multiplier taking x - max into Q5.26 (s_in * 2^26) ...
+ * @param[in]      shift                       ... and its left shift (>= 0).
+ * @param[in]      reverse_scaling_divisor     Multiplier of the inverse rescaling ...
+ * @param[in]      reverse_scaling_left_shift  ... and its shift (<= 0).
+ * @param[in]      diff_min                    x - max below this is left out of the sum and gives -128.
+ * @param[out]     output                      Output, int8 [num_rows * row_size]; must not be input.
+ */
+void pockmcu_log_softmax_s8(const int8_t *input,
+                            int32_t num_rows,
+                            int32_t row_size,
+                            int32_t mult,
+                            int32_t shift,
+                            int32_t reverse_scaling_divisor,
+                            int32_t reverse_scaling_left_shift,
+                            int32_t diff_min,
+                            int8_t *output);
+
+/**
+ * @brief uint8 to int8 requantization (TFLM QUANTIZE uint8 -> int8, reference_ops::Requantize).
+ *
+ * out = clamp(MultiplyByQuantizedMultiplier(x + input_offset, multiplier, shift) + output_offset, -128, 127).
+ * TFLM's fast path for equal scales and zero points 128 apart is pockmcu_flip_sign_8 (the same bytes).
+ *
+ * @param[in]      input_data     Input, uint8 [size].
+ * @param[in]      size           Number of elements.
+ * @param[in]      input_offset   -input zero point.
+ * @param[in]      multiplier     QuantizeMultiplier(s_in / s_out).
+ * @param[in]      shift          Its shift.
+ * @param[in]      output_offset  Output zero point.
+ * @param[out]     output_data    Output, int8 [size]; may be input_data.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status pockmcu_requantize_u8_s8(const uint8_t *input_data,
+                                             int32_t size,
+                                             int32_t input_offset,
+                                             int32_t multiplier,
+                                             int32_t shift,
+                                             int32_t output_offset,
+                                             int8_t *output_data);
+
+/**
+ * @brief int8 to uint8 requantization (TFLM QUANTIZE int8 -> uint8, reference_ops::Requantize).
+ *
+ * out = clamp(MultiplyByQuantizedMultiplier(x + input_offset, multiplier, shift) + output_offset, 0, 255).
+ * TFLM's fast path for equal scales and zero points 128 apart is pockmcu_flip_sign_8 (the same bytes).
+ *
+ * @param[in]      input_data     Input, int8 [size].
+ * @param[in]      size           Number of elements.
+ * @param[in]      input_offset   -input zero point.
+ * @param[in]      multiplier     QuantizeMultiplier(s_in / s_out).
+ * @param[in]      shift          Its shift.
+ * @param[in]      output_offset  Output zero point.
+ * @param[out]     output_data    Output, uint8 [size]; may be input_data.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status pockmcu_requantize_s8_u8(const int8_t *input_data,
+                                             int32_t size,
+                                             int32_t input_offset,
+                                             int32_t multiplier,
+                                             int32_t shift,
+                                             int32_t output_offset,
+                                             uint8_t *output_data);
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,8 +55,9 @@ def unsupported(g: Graph) -> list[str]:
         if len(t.shape) >= 2 and t.shape[0] != 1:
             problems.append(f"model {'input' if name in g.inputs else 'output'} '{name}' has batch {t.shape[0]} "
                             f"(shape {list(t.shape)}); pockmcu runs one sample at a time: re-export with batch 1")
-        if t.dtype not in ("int8", "float32") and not (t.dtype == "uint8" and g.format == "onnx"):
-            problems.append(f"model {'input' if name in g.inputs else 'output'} '{name}' is {t.dtype} (int8 or float32 only)")
+        if t.dtype not in ("int8", "uint8", "float32"):
+            problems.append(f"model {'input' if name in g.inputs else 'output'} '{name}' is {t.dtype} "
+                            "(int8, uint8 or float32 only)")
     return problems
 
 

@@ -64,6 +64,10 @@ TABLE: dict[str, tuple[Kernel, ...]] = {
     # stride 1, written over its output gradient: row by row with a ring of rows as scratch
     "DEPTHWISE_CONV_2D_GRAD_INPUT": (_k("pockmcu_depthwise_conv_grad_input_f32"),
                                      _k("pockmcu_depthwise_conv_grad_input_rows_f32", variant="in_place")),
+    # QUANTIZE float32 -> int8, and between 8-bit integer types (TFLM's Requantize; its x ^ 0x80 fast path)
+    "QUANTIZE": (_k("pockmcu_quantize_f32_s8"), _k("pockmcu_flip_sign_8", variant="flip"),
+                 _k("pockmcu_requantize_s8", variant="s8_s8"), _k("pockmcu_requantize_u8_s8", variant="u8_s8"),
+                 _k("pockmcu_requantize_s8_u8", variant="s8_u8")),
 }
 
 

@@ -83,7 +83,7 @@ def load_data(path, plan: dict, what: str = "--train") -> Data:
     if y.size != int(np.prod(want)):
         raise PockError(f"{what} {path}: y must hold targets of shape {list(want)}, has {list(y.shape)}")
     y = y.reshape(want)
-    if np.issubdtype(y.dtype, np.integer) and out["dtype"] == "int8":   # quantized targets -> real values
+    if np.issubdtype(y.dtype, np.integer) and out["dtype"] in ("int8", "uint8"):   # quantized targets -> real values
         y = (out["scale"] * (y.astype(np.float64) - out["zero_point"])).astype(np.float32)
     return Data(x=x, y=y.astype(np.float32))
 

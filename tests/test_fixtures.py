@@ -21,7 +21,7 @@ MODELS = FIXTURES / "models"
 _OPNAMES = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
 _DTYPES = {tflite.TensorType.FLOAT32: "float32", tflite.TensorType.INT8: "int8",
            tflite.TensorType.INT16: "int16", tflite.TensorType.INT32: "int32",
-           tflite.TensorType.INT64: "int64"}
+           tflite.TensorType.INT64: "int64", tflite.TensorType.UINT8: "uint8"}
 
 
 def _load_script():

@@ -1,18 +1,30 @@
-"""QUANTIZE (float32 -> int8) and DEQUANTIZE (int8 -> float32) at the model's edges.
+"""QUANTIZE and DEQUANTIZE: float32 <-> int8 at the model's edges, and QUANTIZE between 8-bit
+integer types (uint8 -> int8, int8 -> uint8, int8 -> int8).
 
-Semantics: TFLite Micro's AffineQuantize (round(x / s) half away from zero in
-float, + zp, clamp) and Dequantize ((float)((double)s * (q - zp))). These are
-the only float operations of an inference and exist only for models whose
-input or output is float.
+Semantics: TFLite Micro's quantize.cc / dequantize.cc.
+- float32 -> int8: AffineQuantize (round(x / s) half away from zero in float, + zp, clamp).
+- int8 -> float32: Dequantize ((float)((double)s * (q - zp))).
+- between integer types: reference_ops::Requantize with QuantizeMultiplier(s_in / s_out):
+  MultiplyByQuantizedMultiplier(x - zp_in) + zp_out, clamped to the output type. Its fast path
+  (equal scales, int8 <-> uint8 and zero points 128 apart) is x ^ 0x80 (pockmcu_flip_sign_8), which
+  the general path equals bit for bit there too.
+Float operations happen only in the float conversions, for models whose input or output is float;
+the integer conversions are how vendor zoos ship uint8 I/O around an int8 model.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .. import fixedpoint as fp
 from ..ir import Graph, Op
 from .base import OpDef, register
+
+#: the integer conversions QUANTIZE supports (input dtype, output dtype) -> kernel-table variant
+INTEGER_CONVERSIONS = {("uint8", "int8"): "u8_s8", ("int8", "uint8"): "s8_u8", ("int8", "int8"): "s8_s8"}
+_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
 
 @dataclass(frozen=True)
@@ -24,32 +36,102 @@ class AffineQuant:
     zero_point: int
 
 
+@dataclass(frozen=True)
+class RequantizeParams:
+    """QUANTIZE between integer types (TFLM's OpDataQuantize requantize fields)."""
+
+    multiplier: int              # QuantizeMultiplier((double)s_in / (double)s_out)
+    shift: int
+    input_zero_point: int
+    output_zero_point: int
+    flip: bool                   # TFLM's fast path: equal scales, int8 <-> uint8, zero points 128 apart
+    variant: str                 # "u8_s8", "s8_u8" or "s8_s8" (INTEGER_CONVERSIONS)
+
+
+def requantize_params(s_in: float, zp_in: int, s_out: float, zp_out: int, src: str, dst: str) -> RequantizeParams:
+    mult, shift = fp.quantize_multiplier(float(s_in) / float(s_out))
+    diff = int(zp_in) - int(zp_out)
+    flip = mult == 1 << 30 and shift == 1 and ((src, dst, diff) in (("int8", "uint8", -128), ("uint8", "int8", 128)))
+    return RequantizeParams(mult, shift, int(zp_in), int(zp_out), flip, INTEGER_CONVERSIONS[(src, dst)])
+
+
+def requantize_8(x: np.ndarray, p: RequantizeParams, dst: str) -> np.ndarray:
+    """reference_ops::Requantize<src, dst> on 8-bit integers."""
+    x = np.ascontiguousarray(x)
+    if p.flip:
+        return (x.view(np.uint8) ^ np.uint8(0x80)).view(dst)
+    v = fp.multiply_by_quantized_multiplier(x.astype(np.int64) - p.input_zero_point, p.multiplier, p.shift)
+    return np.clip(np.asarray(v) + p.output_zero_point, *_RANGE[dst]).astype(dst)
+
+
 @register
 class Quantize(OpDef):
     kind = "QUANTIZE"
     tflite_ops = ("QUANTIZE",)
     kernel = "pockmcu_quantize_f32_s8"
     c_status = True
+    io_dtypes = ("float32", "int8", "uint8")
 
     def check(self, g: Graph, op: Op) -> list[str]:
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-        if x.dtype != "float32" or y.dtype != "int8":
-            return [f"QUANTIZE {x.dtype} -> {y.dtype} (only float32 -> int8)"]
-        return [] if y.quant else [f"tensor '{y.name}' has no quantization parameters"]
+        pair = (x.dtype, y.dtype)
+        if pair != ("float32", "int8") and pair not in INTEGER_CONVERSIONS:
+            return [f"QUANTIZE {x.dtype} -> {y.dtype} (only float32 -> int8, uint8 -> int8, int8 -> uint8 "
+                    "and int8 -> int8)"]
+        if y.quant is None:
+            return [f"tensor '{y.name}' has no quantization parameters"]
+        if x.dtype != "float32" and x.quant is None:
+            return [f"tensor '{x.name}' has no quantization parameters"]
+        if y.quant.per_channel or (x.quant is not None and x.quant.per_channel):
+            return ["per-channel quantization of an activation"]
+        if x.size != y.size:
+            return [f"input {list(x.shape)} and output {list(y.shape)} differ in size"]
+        return []
 
-    def prepare(self, g: Graph, op: Op) -> AffineQuant:
-        y = g.t(op.outputs[0])
-        return AffineQuant(y.quant.s, y.quant.zp)
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        p = op.prepared
+        return "" if isinstance(p, AffineQuant) else ("flip" if p.flip else p.variant)
+
+    def prepare(self, g: Graph, op: Op) -> AffineQuant | RequantizeParams:
+        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        if x.dtype == "float32":
+            return AffineQuant(y.quant.s, y.quant.zp)
+        return requantize_params(x.quant.s, x.quant.zp, y.quant.s, y.quant.zp, x.dtype, y.dtype)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        return [fp.quantize_f32_s8(xs[0], op.prepared.scale, op.prepared.zero_point)]
+        p = op.prepared
+        if isinstance(p, AffineQuant):
+            return [fp.quantize_f32_s8(xs[0], p.scale, p.zero_point)]
+        return [requantize_8(xs[0], p, g.t(op.outputs[0]).dtype)]
+
+    def describe(self, g: Graph, op: Op) -> str:
+        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        if x.dtype == "float32":
+            return super().describe(g, op)
+        how = "x ^ 0x80" if op.prepared.flip else "requantize"
+        return (f"QUANTIZE {x.dtype} {x.quant.s:.6g}/{x.quant.zp} -> {y.dtype} {y.quant.s:.6g}/{y.quant.zp} "
+                f"({how}): {list(x.shape)}")
 
     def c_context(self, g: Graph, op: Op, cg) -> dict:
         p = op.prepared
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), scale=cg.float_lit(p.scale), zp=p.zero_point)
+        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        if isinstance(p, AffineQuant):
+            return dict(x=x, y=y, scale=cg.float_lit(p.scale), zp=p.zero_point, float_in=True)
+        return dict(x=x, y=y, p=p, float_in=False, input_offset=-p.input_zero_point,
+                    int8_out=y.dtype == "int8" and x.dtype == "int8")
 
     c_call = """\
-status = pockmcu_quantize_f32_s8({{ptr(x)}}, {{x.size}}, {{scale}}, {{zp}}, {{ptr(y)}});"""
+{% if float_in %}
+status = pockmcu_quantize_f32_s8({{ptr(x)}}, {{x.size}}, {{scale}}, {{zp}}, {{ptr(y)}});
+{% elif p.flip %}
+status = {{kernel}}({{ptr(x)}}, {{x.size}}, {{ptr(y)}});
+{% elif int8_out %}
+status = {{kernel}}({{ptr(x)}}, {{x.size}}, {{input_offset}}, {{p.multiplier}}, {{p.shift}}, {{p.output_zero_point}},
+{{ ' ' * (kernel|length + 10) }}-128, 127, {{ptr(y)}});
+{% else %}
+status = {{kernel}}({{ptr(x)}}, {{x.size}}, {{input_offset}}, {{p.multiplier}}, {{p.shift}}, {{p.output_zero_point}},
+{{ ' ' * (kernel|length + 10) }}{{ptr(y)}});
+{% endif %}"""
 
 
 @register

@@ -321,3 +321,73 @@ result->loss = pockmcu_mse_grad_s8({{ptr(y)}}, {{y.size}}, {{scale}}, {{zp}}, (c
 {% else %}
 result->loss = pockmcu_mse_grad_f32({{ptr(y)}}, {{y.size}}, (const float *)label, {{ptr(dl)}});
 {% endif %}"""
+
+
+@dataclass(frozen=True)
+class XentLogitsOptions:
+    classes: int
+
+
+@dataclass(frozen=True, eq=False)
+class XentLogitsData:
+    scale: float                       # the int8 logits' scale
+    exp_table: np.ndarray              # float32 [256]: exp(-scale * d) for d = max(q) - q
+
+
+def logits_exp_table(scale: float) -> np.ndarray:
+    """exp(-s * d), d = 0..255, each rounded once to float32 (s: the logits' float32 scale)."""
+    return np.exp(-float(np.float32(scale)) * np.arange(256, dtype=np.float64)).astype(F32)
+
+
+def logits_xent(q: np.ndarray, label: int, scale: float, table: np.ndarray) -> tuple[np.ndarray, float]:
+    """Softmax cross-entropy on the dequantized int8 logits z = s (q - zp) and its gradient p - onehot,
+    in float32 in the kernel's order (kernels_c/pockmcu_logits_xent_grad_s8.c): e_c = table[max q - q_c]
+    (softmax is shift-invariant, so the zero point drops out), sum in class order, p_c = e_c / sum.
+    The loss ln(sum) + s (max q - q_label) is reported in float64 (the kernel's logf may differ in
+    the last place; only the gradient reaches the parameters)."""
+    q = np.asarray(q, np.int64).reshape(-1)
+    d = q.max() - q
+    e = table[d]
+    total = F32(0.0)
+    for v in e:
+        total = F32(total + v)
+    p = (e / total).astype(F32)
+    grad = p.copy()
+    grad[label] = F32(p[label] - F32(1.0))
+    loss = float(np.log(np.float64(total))) + float(F32(scale) * F32(d[label]))
+    return grad, loss
+
+
+@register
+class XentLogitsGrad(OpDef):
+    """Softmax cross-entropy from int8 logits (models without a softmax, or ending in LOG_SOFTMAX):
+    d loss / d logits = softmax(z) - onehot on the dequantized logits z; the exps come from a
+    256-entry table of the logits' scale made at compile time."""
+
+    kind = "XENT_LOGITS_GRAD"
+    Options = XentLogitsOptions
+    role = "loss"
+    kernel = "pockmcu_logits_xent_grad_s8"
+    io_dtypes = ("int8", "float32")
+
+    def prepare(self, g: Graph, op: Op) -> XentLogitsData:
+        s = g.t(op.inputs[0]).quant.s
+        return XentLogitsData(s, logits_exp_table(s))
+
+    def reference(self, g: Graph, op: Op, xs, rt=None):
+        rows = xs[0].reshape(xs[0].shape[0], -1)
+        grads, losses = [], []
+        for q, label in zip(rows, rt.label):
+            grad, loss = logits_xent(q, int(label), op.prepared.scale, op.prepared.exp_table)
+            grads.append(grad)
+            losses.append(loss)
+        rt.loss = losses[0]
+        return [np.stack(grads).astype(np.float64).reshape((len(rows),) + g.t(op.outputs[0]).shape[1:])]
+
+    def c_context(self, g, op, cg):
+        return dict(z=g.t(op.inputs[0]), dl=g.t(op.outputs[0]), classes=op.options.classes,
+                    scale=cg.float_lit(op.prepared.scale), table=cg.float_list(op.prepared.exp_table))
+
+    c_decls = "static const float {{n}}_exp[256] = {{ '{' }}{{table}}{{ '}' }};\n"
+    c_call = """\
+result->loss = {{kernel}}({{ptr(z)}}, {{classes}}, *(const int32_t *)label, {{scale}}, {{n}}_exp, {{ptr(dl)}});"""

@@ -3,7 +3,9 @@
 The forward graph stays as it is. ``build_training`` adds:
 - forward-side saves: 1-bit masks of fused ReLU/ReLU6 outputs (MASK_PACK) and
   the trainable channels of a layer's input when only some train (SLICE_S8);
-- the loss and its gradient (XENT_GRAD from the int8 softmax output, or MSE_GRAD);
+- the loss and its gradient: XENT_GRAD from the int8 softmax output, XENT_LOGITS_GRAD from int8
+  logits (no softmax, or LOG_SOFTMAX), or MSE_GRAD; ops that only deliver the scores in another
+  dtype or shape (DEQUANTIZE, QUANTIZE to uint8, RESHAPE; ``classifier_head``) are not differentiated;
 - backward ops, emitted in reverse forward order by each op's ``backward`` rule.
   Dead code is never built: an input gradient is made only when some trainable
   parameter lies upstream of that input, so the backward pass stops at the
@@ -20,15 +22,16 @@ activations and output gradients stay live until then.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from ..errors import PockError
 from ..ir import Graph, Op, Tensor
 from ..ops import REGISTRY, opdef
-from ..ops.base import clamp_range, make_op, operand, option_items
+from ..ops.base import OpDef, clamp_range, make_op, operand
 from .fusions import Fusions, apply_fusions
 from .graph import TrainGraph
-from .spec import LayerUpdate, UpdateSpec
+from .spec import PARAM_KINDS, LayerUpdate, UpdateSpec
 
 
 class TrainBuilder:
@@ -128,24 +131,23 @@ class TrainBuilder:
 
     def _loss(self) -> None:
         g = self.g
-        out = g.outputs[0]
-        producers = g.producers()
-        last = producers.get(out)
         if self.loss == "xent":
-            if last is None or last.kind != "SOFTMAX":
-                raise PockError(f"--loss xent needs a model whose output comes from SOFTMAX (this one ends in "
-                                f"{last.kind if last else 'its input'}); use --loss mse")
-            logits = last.inputs[0]
-            dl = self.grad_tensor(logits)
-            self.emit("XENT_GRAD", "loss_xent", [out], [dl], beta=float(option_items(last).get("beta", 1.0)),
-                      classes=int(g.t(out).shape[-1]))
-            self.grads[logits] = dl
-            self.skip = {last.name}
+            head = classifier_head(g)
+            if head.problem:
+                raise PockError(head.problem + _other_loss_hint(g, "mse"))
+            self.skip = {op.name for op in head.skipped}
+            dl = self.grad_tensor(head.logits)
+            if head.probs:          # the int8 softmax output: p = (q + 128) / 256
+                self.emit("XENT_GRAD", "loss_xent", [head.probs], [dl], beta=float(head.beta), classes=head.classes)
+            else:
+                self.emit("XENT_LOGITS_GRAD", "loss_xent", [head.logits], [dl], classes=head.classes)
+            self.grads[head.logits] = dl
         else:
+            out = _mse_output(g)
             dl = self.grad_tensor(out)
             self.emit("MSE_GRAD", "loss_mse", [out], [dl], count=int(g.t(out).size))
             self.grads[out] = dl
-            self.skip = set()
+            self.skip = {op.name for op in _delivery(g, integer_only=True)[1]}
 
     def build(self) -> list[Op]:
         self._loss()
@@ -155,6 +157,8 @@ class TrainBuilder:
             d = REGISTRY[op.kind]
             if not self.update_of(op) and not any(self.needs_grad(i) for i in d.activation_inputs(self.g, op)):
                 continue
+            if not has_gradient_rule(op.kind):
+                raise PockError(no_gradient_message(self.g, op, self.loss))
             d.backward(self, op)
         schedule: list[Op] = []
         for op in self.g.ops:
@@ -194,4 +198,141 @@ def check_trainable(g: Graph, loss: str) -> None:
         raise PockError(f"--loss {loss!r}: use xent (classification) or mse (regression)")
     if len(g.inputs) != 1 or len(g.outputs) != 1:
         raise PockError("training needs a model with one input and one output")
+    if loss == "xent":
+        problem = classifier_head(g).problem
+        if problem:
+            raise PockError(problem + _other_loss_hint(g, "mse"))
+
+
+# -- the loss's place in the graph ----------------------------------------------------------------
+
+#: ops that only change how a model delivers its scores (dtype, shape), not what they are: the
+#: loss reads the tensor before them and the backward pass never runs them
+DELIVERY_OPS = ("DEQUANTIZE", "QUANTIZE", "RESHAPE", "INT8_TO_UINT8")
+
+
+def _delivery(g: Graph, integer_only: bool = False) -> tuple[str, list[Op]]:
+    """(the tensor before the delivery ops at the model's output, those ops from the output back).
+
+    ``integer_only``: only the conversions to uint8 and int8 requantizations (for --loss mse, whose
+    targets are real values: a float output keeps its DEQUANTIZE, whose gradient rule passes it)."""
+    producers = g.producers()
+    t, ops = g.outputs[0], []
+    while t in producers:
+        op = producers[t]
+        src = g.t(op.inputs[0])
+        if op.kind not in DELIVERY_OPS or (op.kind == "QUANTIZE" and src.dtype == "float32"):
+            break
+        if integer_only and (op.kind in ("DEQUANTIZE", "RESHAPE") or g.t(t).dtype not in ("int8", "uint8")):
+            break
+        ops.append(op)
+        t = op.inputs[0]
+    return t, ops
+
+
+def _mse_output(g: Graph) -> str:
+    """The tensor MSE_GRAD reads: the model's output, or for a uint8 output the int8 tensor it is
+    converted from (the same real values with the exact x ^ 0x80 conversion; within half an output
+    step with a rescale)."""
+    return _delivery(g, integer_only=True)[0]
+
+
+@dataclass
+class ClassifierHead:
+    """Where softmax cross-entropy attaches: the int8 logits its gradient is for, the int8 softmax
+    output it reads (or "": it reads the logits), and the ops after the logits the backward skips."""
+
+    logits: str = ""
+    probs: str = ""
+    beta: float = 1.0
+    classes: int = 0
+    skipped: list = field(default_factory=list)
+    problem: str = ""
+
+
+def classifier_head(g: Graph) -> ClassifierHead:
+    """The classifier head of ``g`` for --loss xent, whatever dtype and shape the scores are delivered in:
+    ... -> SOFTMAX [-> RESHAPE] [-> DEQUANTIZE | QUANTIZE to uint8]: the softmax's int8 output and logits;
+    ... -> LOG_SOFTMAX [-> ...]: the logits before it; anything else ending in int8 scores (a
+    FULLY_CONNECTED, CONV_2D, RESHAPE of logits, Keras from_logits=True): those logits."""
+    out = g.t(g.outputs[0])
+    name = f"{Path(g.source).name}" if g.source else "the model"
+    if out.size != out.shape[-1] if out.shape else True:
+        return ClassifierHead(problem=f"--loss xent needs a model whose output is one vector of class scores; "
+                                      f"{name} outputs shape {list(out.shape)}")
+    t, skipped = _delivery(g)
+    producers = g.producers()
+    op = producers.get(t)
+    head = ClassifierHead(classes=int(out.size), skipped=list(skipped))
+    if op is not None and op.kind in ("SOFTMAX", "LOG_SOFTMAX"):
+        probs = g.t(t)
+        q8 = probs.quant is not None and abs(probs.quant.s - 1 / 256) <= 1e-9 and probs.quant.zp == -128
+        head.skipped.append(op)
+        t = op.inputs[0]
+        if op.kind == "SOFTMAX" and q8:
+            head.probs, head.beta = probs.name, float(op.options.beta)
+    elif g.inputs and tuple(g.t(g.inputs[0]).shape) == tuple(out.shape):
+        return ClassifierHead(problem=f"--loss xent: {name} has no softmax and its output has the shape of its "
+                                      f"input, {list(out.shape)} (an autoencoder or another regression model), "
+                                      "not class scores")
+    scores = g.t(t)
+    if scores.dtype != "int8" or scores.quant is None or scores.quant.per_channel:
+        return ClassifierHead(problem=f"--loss xent needs int8 class scores (logits or an int8 softmax) at the "
+                                      f"end of {name}; its scores '{t}' are {scores.dtype}")
+    if scores.size != head.classes:
+        return ClassifierHead(problem=f"--loss xent needs one vector of {head.classes} class scores; "
+                                      f"'{t}' has shape {list(scores.shape)}")
+    head.logits = t
+    return head
+
+
+def has_gradient_rule(kind: str) -> bool:
+    return type(REGISTRY[kind]).backward is not OpDef.backward
+
+
+def _path_to_last_layer(g: Graph, start: str) -> list[Op]:
+    """The ops from the one producing ``start`` back to the last parameterized layer (first inputs)."""
+    producers, ops, t = g.producers(), [], start
+    while t in producers:
+        op = producers[t]
+        ops.append(op)
+        if op.kind in PARAM_KINDS:
+            return ops
+        acts = REGISTRY[op.kind].activation_inputs(g, op) if op.kind in REGISTRY else []
+        if not acts:
+            break
+        t = acts[0]
+    return []
+
+
+def trainable_with(g: Graph, loss: str) -> bool:
+    """Whether --loss ``loss`` can train at least the last layer's bias of ``g``: the loss attaches,
+    and every op between it and the last CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED has a
+    gradient rule."""
+    if loss == "xent":
+        head = classifier_head(g)
+        if head.problem:
+            return False
+        path = _path_to_last_layer(g, head.logits)
+    else:
+        path = _path_to_last_layer(g, _mse_output(g))
+    return bool(path) and all(has_gradient_rule(op.kind) for op in path if op.kind not in PARAM_KINDS)
+
+
+def _other_loss_hint(g: Graph, other: str) -> str:
+    what = {"mse": "mean squared error against targets of the output's shape",
+            "xent": "softmax cross-entropy, the default"}[other]
+    return f"; use --loss {other} ({what})" if trainable_with(g, other) else ""
+
+
+def no_gradient_message(g: Graph, op: Op, loss: str) -> str:
+    """Why the backward pass cannot pass ``op``, and a change that works, if one does."""
+    text = f"cannot train through {op.kind} '{op.name}' ({op.location.split(' (')[0]}): it has no gradient rule"
+    if loss == "mse" and trainable_with(g, "xent"):
+        return text + "; the model is a classifier: train it with --loss xent (softmax cross-entropy, the default)"
+    at = {id(o): k for k, o in enumerate(g.ops)}.get(id(op), -1)
+    later = [o.name for o in g.ops[at + 1:] if o.kind in PARAM_KINDS] if at >= 0 else []
+    if later:
+        return text + f"; train only layers after it ({', '.join(later)})"
+    return text + "; no layer after it can train, so this model cannot be trained with this loss"
 
