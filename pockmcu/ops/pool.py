@@ -161,6 +161,7 @@ class _Pool(OpDef):
         return Emission(calls=(call,), decls=tuple(pool_decls(g, op)), buffer_query=self.buffer_query(g, op))
 
     def buffer_query(self, g: Graph, op: Op) -> Call | None:
+        """The kernel's scratch query for pockmcu_init (None: it asks for none)."""
         return None
 
 
@@ -191,6 +192,7 @@ class AveragePool2D(_Pool):
         return [np.clip(avg, p.act_min, p.act_max).astype(np.int8)]
 
     def buffer_query(self, g: Graph, op: Op) -> Call:
+        """arm_avgpool_s8's scratch query (pockmcu_init asks it for the onnxruntime kernel too)."""
         y = g.t(op.outputs[0])
         return Call("arm_avgpool_s8_get_buffer_size", (y.shape[2], y.shape[3]))
 
