@@ -63,6 +63,9 @@ class Call:
     function: str
     args: tuple = ()
     status: bool = False          # it returns an arm_cmsis_nn_status, checked after the call
+    #: (variable, count): the call runs in ``for (int32_t variable = 0; variable < count; variable++)``
+    #: (stopping at the first failure when it returns a status); arguments may use the variable
+    repeat: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,12 @@ def render_call(call: Call, names: Names, indent: int = 4, expression: bool = Fa
     """``call`` as a C statement (or, ``expression``, a bare expression) at ``indent`` columns: on
     one line when it fits, else its arguments packed into lines of COLUMNS aligned after the
     parenthesis."""
+    if call.repeat and not expression:
+        var, count = call.repeat
+        cond = f"{var} < {count}" + (" && status == ARM_CMSIS_NN_SUCCESS" if call.status else "")
+        body = render_call(Call(call.function, call.args, call.status), names, indent + 4)
+        return (f"for (int32_t {var} = 0; {cond}; {var}++) {{\n"
+                + "\n".join("    " + line for line in body.split("\n")) + "\n}")
     head = ("status = " if call.status and not expression else "") + call.function + "("
     tail = ")" if expression else ");"
     args = [value(a, names) for a in call.args]

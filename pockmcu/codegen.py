@@ -176,7 +176,7 @@ class CodeGen:
             rank = (group[op.layer], (op.tile.index if op.tile else 0), step)
             if d.alias:
                 out.append(dict(step=step, op=op, describe=self.describe(op), decls="", call="", query="",
-                                alias=True, kernel="", decl_rank=rank))
+                                alias=True, kernel="", calls=[], decl_rank=rank))
                 continue
             scratch = self.plan.scratch.get(op.name)
             kernel = self.kernel(op)
@@ -197,7 +197,7 @@ class CodeGen:
                           f".size = {b.size}}}; /* scratch */")
             out.append(dict(step=step, op=op, describe=self.describe(op), decls=decls.strip("\n"),
                             call=call, call_in_block=call, alias=False, kernel=kernel.function, decl_rank=rank,
-                            query=render(getattr(d, "c_buffer_query", "")),
+                            calls=_legacy_calls(call), query=render(getattr(d, "c_buffer_query", "")),
                             returns_status=d.c_status))
         return out
 
@@ -213,6 +213,8 @@ class CodeGen:
                     call="\n".join(render_call(c, names, 4) for c in emission.calls),
                     call_in_block="\n".join(render_call(c, names, 8) for c in emission.calls),
                     kernel=kernel.function, decl_rank=rank, emission=emission,
+                    calls=[c.function for c in emission.calls],
+                    no_scratch=emission.uses_scratch() and not scratch,
                     query=render_call(emission.buffer_query, names, expression=True) if emission.buffer_query else "",
                     returns_status=any(c.status for c in emission.calls))
 
@@ -223,7 +225,8 @@ class CodeGen:
     def uses_no_scratch(self) -> bool:
         """Whether any call passes the empty scratch context (model.c declares it then)."""
         schedules = [self.g.ops] + ([self.train.schedule] if self.train else [])
-        return any(f"&{NO_SCRATCH}" in layer["call"] for s in schedules for layer in self.layers(s))
+        return any(layer["no_scratch"] if "emission" in layer else f"&{NO_SCRATCH}" in layer["call"]
+                   for s in schedules for layer in self.layers(s))
 
     def kernel(self, op) -> Kernel:
         """The kernel-choice table's row for ``op`` on this target (kernel_table.py)."""
@@ -274,11 +277,14 @@ class CodeGen:
     def arena_map(self) -> list[dict]:
         """The arena tensors the generated C names (in a call, or as a model input or output)."""
         schedules = [self.g.ops] + ([self.train.schedule] if self.train else [])
-        words = {w for s in schedules for layer in self.layers(s) for w in re.findall(r"\w+", layer["call"])}
-        words |= {self.name(t) for t in self.g.inputs + self.g.outputs}
+        layers = [layer for s in schedules for layer in self.layers(s)]
+        used = {t for layer in layers if "emission" in layer for t in layer["emission"].tensors()}
+        used |= set(self.g.inputs + self.g.outputs)
+        # steps still written from Jinja snippets: the identifiers of their rendered calls
+        words = {w for layer in layers if "emission" not in layer for w in re.findall(r"\w+", layer["call"])}
         rows = []
         for t in sorted(self.plan.tensor_buffer, key=lambda t: self.plan.offset(t)):
-            if self.name(t) not in words:
+            if t not in used and self.name(t) not in words:
                 continue
             tensor = self.g.t(t)
             b = self.plan.buffer(self.plan.tensor_buffer[t])
@@ -331,7 +337,7 @@ class CodeGen:
             flash_bytes=c.weights_bytes, flash_budget_bytes=c.flash_budget,
             macs=total_macs(g),
             inputs=self.io(g.inputs), outputs=self.io(g.outputs),
-            steps=[dict(step=i, name=op.name, kind=op.kind, kernel=layer["kernel"],
+            steps=[dict(step=i, name=op.name, kind=op.kind, kernel=layer["kernel"], calls=layer["calls"],
                         macs=opdef(op.kind).macs(g, op), describe=self.describe(op),
                         phase="forward" if not self.train or i < self.train.n_forward else "backward")
                    for (i, op), layer in zip(enumerate(schedule), self.layers(schedule))],
@@ -358,6 +364,13 @@ class CodeGen:
         ctx = dict(c=self.c, g=self.g, plan=self.plan, cg=self, version=__version__,
                    source=Path(self.g.source).name, **extra)
         return self.env.get_template(template).render(**ctx)
+
+
+def _legacy_calls(call: str) -> list[str]:
+    """The functions a step written from Jinja snippets calls: each statement's (``f(...)`` or
+    ``x = f(...)``), in order."""
+    return [f for f in re.findall(r"^\s*(?:[\w.\->]+\s*=\s*)?([A-Za-z_]\w*)\s*\(", call, re.M)
+            if f not in ("for", "if", "while", "switch", "sizeof", "return")]
 
 
 def _value_lines(data: np.ndarray, dtype: str, line_chars: int = 110) -> list[str]:

@@ -105,7 +105,8 @@ SPARSE = json.dumps({"bias": {"last": 4}, "weights": [{"layer": -1}, {"layer": -
     (ROOT / "tests" / "fixtures" / "onnx" / "pools_qop_s8_pt.onnx", None, None),
 ], ids=lambda v: getattr(v, "stem", str(v)))
 def test_every_step_calls_the_kernel_the_table_chose(model, numerics, train):
-    """plan.json and the reports name the table's kernel; the emitted call is that function."""
+    """plan.json and the reports name the table's kernel; the emitted call is that function, and
+    plan.json's ``calls`` lists the functions the C calls."""
     from pockmcu.codegen import CodeGen
 
     opts = TrainOptions(spec=SPARSE, loss=train) if train else None
@@ -119,6 +120,7 @@ def test_every_step_calls_the_kernel_the_table_chose(model, numerics, train):
         assert step["kernel"] == layer["kernel"] == cg.kernel(layer["op"]).function
         called = CALLED.findall(layer["call"])
         assert called and set(called) == {layer["kernel"]}, (layer["op"].name, called, layer["kernel"])
+        assert step["calls"] == called, (layer["op"].name, step["calls"], called)   # plan.json reads the data
         checked += 1
     assert checked >= 3
 

@@ -12,8 +12,12 @@ It keeps together everything the pipeline needs to know about the operator:
   OpData, done in Python);
 - ``reference``: numpy implementation with the exact integer semantics;
 - ``macs`` and ``scratch_bytes``;
-- ``c_decls`` / ``c_call``: Jinja snippets for the generated C, and
-  ``c_context`` for the values they use.
+- ``emit``: the step's C as data (pockmcu/ccode.py): its constant declarations
+  (``Array``, ``Struct``), its kernel calls (``Call``, the function being the
+  kernel-choice table's, ``cg.kernel(op).function``) and the kernel's scratch
+  query; codegen writes all of them as C in one place, and plan.json and the
+  reports read the same data. (``c_decls`` / ``c_call`` / ``c_context`` are the
+  Jinja snippets of kinds not yet converted; they are being removed.)
 """
 
 from __future__ import annotations

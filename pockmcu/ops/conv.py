@@ -10,12 +10,14 @@ taps contribute nothing, so asymmetric SAME padding needs no special case.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import numpy as np
 
 from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
-from ..ir import Graph, Op, c_ident
+from ..ccode import SCRATCH, Array, Call, Emission, Local, Ptr, Struct, dims4
+from ..ir import Graph, Op
 from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, opdef, operand, register, same_or_valid_pads
 from .training_ops import sgd_update
 
@@ -117,49 +119,50 @@ class _WindowOp(OpDef):
         act_min, act_max = fp.activation_range(o.activation, y.quant.s, y.quant.zp)
         return ConvData(tuple(pads), multiplier, shift, act_min, act_max)
 
-    # CONV_2D and DEPTHWISE_CONV_2D differ only in the params struct and the kernel name.
-    # Tile copies of one layer (pockmcu/stream.py) share its multiplier and shift arrays.
-    c_decls = """\
-{% if declare %}
-static const int32_t {{q}}_multiplier[{{y.shape[3]}}] = {{ '{' }}{{multiplier}}{{ '}' }};
-static const int32_t {{q}}_shift[{{y.shape[3]}}] = {{ '{' }}{{shift}}{{ '}' }};
-{% endif %}
-static const {{params_type}} {{n}}_params = {
-    .input_offset = {{in_offset}}, .output_offset = {{out_offset}},{{extra_fields}}
-    .stride = {.w = {{stride[1]}}, .h = {{stride[0]}}}, .padding = {.w = {{pads[1]}}, .h = {{pads[0]}}},
-    .dilation = {.w = {{dilation[1]}}, .h = {{dilation[0]}}}, .activation = {.min = {{act_min}}, .max = {{act_max}}}};
-static const cmsis_nn_per_channel_quant_params {{n}}_quant = {(int32_t *){{q}}_multiplier, (int32_t *){{q}}_shift};
-static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
-static const cmsis_nn_dims {{n}}_filter_dims = {{ dims(w.shape) }};
-static const cmsis_nn_dims {{n}}_bias_dims = {1, 1, 1, {{bias_c}}};
-static const cmsis_nn_dims {{n}}_output_dims = {{ dims(y.shape) }};
-"""
-    # head: the weights are split-stored (codegen.CodeGen.head): the trained input channels in RAM,
-    # the frozen ones read from flash; pockmcu_convolve_split_s8 takes both (and needs no scratch)
-    c_call = """\
-{% if head %}
-status = pockmcu_convolve_split_s8({{ctx}}, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
-    &{{n}}_filter_dims, {{weights}}, {{head[0]}}, {{head[1]}}, &{{n}}_bias_dims, {{bias}}, &{{n}}_output_dims,
-    {{ptr(y)}}, {{ort}});
-{% else %}
-status = {{kernel}}({{ctx}}, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
-    &{{n}}_filter_dims, {{weights}}, &{{n}}_bias_dims, {{bias}}, &{{n}}_output_dims, {{ptr(y)}});
-{% endif %}"""
-    c_buffer_query = ("{% if not head %}{{kernel}}_get_buffer_size(&{{n}}_params, &{{n}}_input_dims, "
-                      "&{{n}}_filter_dims, &{{n}}_output_dims){% endif %}")
+    #: the params struct of the kind (cmsis_nn_conv_params / cmsis_nn_dw_conv_params)
+    params_type: ClassVar[str] = "cmsis_nn_conv_params"
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
+    def params_fields(self, op: Op) -> dict:
+        """The kind's params struct; DEPTHWISE_CONV_2D adds ch_mult after the offsets."""
+        return {}
+
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        """The params struct, quantization and dims of the layer, and one call. Tile copies of one
+        layer (pockmcu/stream.py) share its multiplier and shift arrays (declared by tile 0). With
+        split-stored weights (codegen.CodeGen.head: the trained input channels in RAM, the frozen
+        ones read from flash) the split kernel takes both and needs no scratch."""
         o, p = op.options, op.prepared
-        x, w, y = g.t(op.inputs[0]), g.t(operand(op, "weights")), g.t(op.outputs[0])
-        has_bias = bool(operand(op, "bias"))
-
-        return dict(params_type="cmsis_nn_conv_params", extra_fields="",
-            q=c_ident(op.layer), declare=op.tile is None or op.tile.index == 0,
-            x=x, w=w, y=y, pads=p.pads, stride=o.stride, dilation=o.dilation,
-            in_offset=-x.quant.zp, out_offset=y.quant.zp, act_min=p.act_min, act_max=p.act_max,
-            multiplier=cg.int_list(p.multiplier), shift=cg.int_list(p.shift),
-            bias=cg.const(operand(op, "bias")) if has_bias else "NULL", weights=cg.const(operand(op, "weights")),
-            bias_c=y.shape[-1] if has_bias else 0, head=None, ort=int(g.numerics == "onnxruntime"))
+        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        w, bias = operand(op, "weights"), operand(op, "bias")
+        head = cg.head(w) if self.variant(g, op, cg) == "split" else None
+        out_c = y.shape[3]
+        decls = []
+        if op.tile is None or op.tile.index == 0:
+            decls += [Array("multiplier", "int32_t", tuple(p.multiplier), owner=op.layer),
+                      Array("shift", "int32_t", tuple(p.shift), owner=op.layer)]
+        params = dict(input_offset=-x.quant.zp, output_offset=y.quant.zp, **self.params_fields(op),
+                      stride=dict(w=o.stride[1], h=o.stride[0]), padding=dict(w=p.pads[1], h=p.pads[0]),
+                      dilation=dict(w=o.dilation[1], h=o.dilation[0]), activation=dict(min=p.act_min, max=p.act_max))
+        decls += [Struct("params", self.params_type, params),
+                  Struct("quant", "cmsis_nn_per_channel_quant_params",
+                         (Local("multiplier", owner=op.layer, address=False, cast="int32_t *"),
+                          Local("shift", owner=op.layer, address=False, cast="int32_t *"))),
+                  Struct("input_dims", "cmsis_nn_dims", dims4(x.shape)),
+                  Struct("filter_dims", "cmsis_nn_dims", dims4(g.t(w).shape)),
+                  Struct("bias_dims", "cmsis_nn_dims", (1, 1, 1, out_c if bias else 0)),
+                  Struct("output_dims", "cmsis_nn_dims", dims4(y.shape))]
+        b = Ptr(bias) if bias else "NULL"
+        function = cg.kernel(op).function
+        if head:
+            args = (SCRATCH, Local("params"), Local("quant"), Local("input_dims"), Ptr(x.name), Local("filter_dims"),
+                    Ptr(w), head[0], head[1], Local("bias_dims"), b, Local("output_dims"), Ptr(y.name),
+                    int(g.numerics == "onnxruntime"))
+            return Emission(calls=(Call(function, args, status=True),), decls=tuple(decls))
+        args = (SCRATCH, Local("params"), Local("quant"), Local("input_dims"), Ptr(x.name), Local("filter_dims"),
+                Ptr(w), Local("bias_dims"), b, Local("output_dims"), Ptr(y.name))
+        query = Call(f"{function}_get_buffer_size",
+                     (Local("params"), Local("input_dims"), Local("filter_dims"), Local("output_dims")))
+        return Emission(calls=(Call(function, args, status=True),), decls=tuple(decls), buffer_query=query)
 
 
 @register
@@ -168,16 +171,12 @@ class Conv2D(_WindowOp):
     tflite_ops = ("CONV_2D",)
     tflite_options = "Conv2DOptions"
     kernel = "arm_convolve_wrapper_s8"
-    c_status = True
 
     def backward(self, tb, op: Op) -> None:
         param_backward(tb, op, "CONV_2D_GRAD_INPUT", "CONV_2D_WGRAD_UPDATE")
 
     def variant(self, g: Graph, op: Op, cg) -> str:
         return "split" if cg.head(operand(op, "weights")) else ""
-
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
-        return dict(super().c_context(g, op, cg), head=cg.head(operand(op, "weights")))
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
@@ -214,7 +213,6 @@ class DepthwiseConv2D(_WindowOp):
     tflite_ops = ("DEPTHWISE_CONV_2D",)
     tflite_options = "DepthwiseConv2DOptions"
     kernel = "arm_depthwise_conv_wrapper_s8"
-    c_status = True
 
     def parse_tflite(self, o, op: Op, tensors) -> ConvOptions:
         x, w = tensors[op.inputs[0]], tensors[operand(op, "weights")]
@@ -252,9 +250,10 @@ class DepthwiseConv2D(_WindowOp):
                 f"dilation {a.dilation[0]}x{a.dilation[1]} {a.padding} {a.activation}: "
                 f"{list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
-        return dict(super().c_context(g, op, cg), params_type="cmsis_nn_dw_conv_params",
-                    extra_fields=f" .ch_mult = {op.options.ch_mult},")
+    params_type = "cmsis_nn_dw_conv_params"
+
+    def params_fields(self, op: Op) -> dict:
+        return dict(ch_mult=op.options.ch_mult)
 
 
 # -- training: gradient rules and the backward ops of CONV_2D / DEPTHWISE_CONV_2D -------------------
@@ -364,17 +363,21 @@ class _GradOp(OpDef):
 
     io_dtypes = ("float32", "int8")
 
-    def layer_ctx(self, g: Graph, op: Op, cg) -> dict:
-        f = op.options.layer
-        return dict(layer=f.name, x=g.t(f.inputs[0]), w=g.t(operand(f, "weights")), y=g.t(f.outputs[0]),
-                    weights=cg.const(operand(f, "weights")), scales=cg.float_list(weight_scales(g, f)))
+    @staticmethod
+    def of_layer(op: Op, name: str) -> Local:
+        """``&<layer>_<name>``: a declaration of the forward layer (its params and dims) reused here."""
+        return Local(name, owner=op.options.layer.name)
+
+    @staticmethod
+    def filter_scale(g: Graph, op: Op) -> Array:
+        """The forward layer's per-output-channel weight scales (float32)."""
+        return Array("filter_scale", "float", tuple(weight_scales(g, op.options.layer)))
 
 
 @register
 class Conv2DGradInput(_GradOp):
     kind = "CONV_2D_GRAD_INPUT"
     kernel = "pockmcu_conv_grad_input_f32"
-    c_status = True
 
     def macs(self, g: Graph, op: Op) -> int:
         """One multiply-accumulate per forward MAC: dx = dz (*) w transposed."""
@@ -395,21 +398,16 @@ class Conv2DGradInput(_GradOp):
     def variant(self, g: Graph, op: Op, cg) -> str:
         return "split" if cg.head(operand(op.options.layer, "weights")) else ""
 
-    def c_context(self, g, op, cg):
-        head = cg.head(operand(op.options.layer, "weights"))
-        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]),
-                    head=head[0] if head else "NULL", head_c=head[1] if head else 0)
-
-    c_decls = "static const float {{n}}_filter_scale[{{y.shape[-1]}}] = {{ '{' }}{{scales}}{{ '}' }};\n"
-    c_call = """\
-{% if head_c %}
-status = pockmcu_conv_grad_input_split_f32(&{{layer}}_params, &{{layer}}_input_dims, &{{layer}}_filter_dims,
-                                           {{weights}}, {{head}}, {{head_c}}, {{n}}_filter_scale,
-                                           &{{layer}}_output_dims, {{ptr(dz)}}, {{ptr(dx)}});
-{% else %}
-status = pockmcu_conv_grad_input_f32(&{{layer}}_params, &{{layer}}_input_dims, &{{layer}}_filter_dims, {{weights}},
-                                     {{n}}_filter_scale, &{{layer}}_output_dims, {{ptr(dz)}}, {{ptr(dx)}});
-{% endif %}"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        """Reuses the forward layer's params and dims; split-stored weights (codegen.CodeGen.head)
+        are read from both their flash array and the RAM rows of the trained channels."""
+        w = operand(op.options.layer, "weights")
+        head = cg.head(w)
+        split = (head[0], head[1]) if head else ()
+        args = (self.of_layer(op, "params"), self.of_layer(op, "input_dims"), self.of_layer(op, "filter_dims"),
+                Ptr(w), *split, Local("filter_scale", address=False), self.of_layer(op, "output_dims"),
+                Ptr(op.inputs[0]), Ptr(op.outputs[0]))
+        return Emission(calls=(Call(cg.kernel(op).function, args, status=True),), decls=(self.filter_scale(g, op),))
 
 
 @register
@@ -421,7 +419,6 @@ class Conv2DWgradUpdate(_GradOp):
     Options = WeightUpdate
     role = "update"
     kernel = "pockmcu_conv_wgrad_update_s8"
-    c_status = True
 
     def macs(self, g: Graph, op: Op) -> int:
         """Per trained weight, one MAC per output position: dz x saved input over the taps."""
@@ -455,32 +452,27 @@ class Conv2DWgradUpdate(_GradOp):
         w = g.t(op.options.weights)
         return 4 * w.shape[1] * w.shape[2] * op.options.channels
 
-    # A split-stored filter (codegen.CodeGen.head) is updated in its RAM rows of k: filter dims
-    # {O, KH, KW, k} (head_dims) and channel_begin 0; otherwise the whole RAM tensor at channel_begin.
-    def c_context(self, g, op, cg):
-        saved = g.t(op.inputs[0])
-        head = cg.head(op.options.weights)
-        ctx = dict(self.layer_ctx(g, op, cg), saved=saved, dz=g.t(operand(op, "output_grad")), begin=op.options.channel_begin,
-                   weights=cg.param(op.options.weights), coef=cg.float_list(op.options.coef),
-                   **cg.optimizer_args(op.options.weights), head=head, stored_shape=None)
-        ctx["filter_dims"] = f"{c_ident(op.name)}_head_dims" if head else f"{ctx['layer']}_filter_dims"
-        if head:
-            assert op.options.channel_begin == 0
-            ctx["stored_shape"] = cg.train.stored_shape(op.options.weights)
-        return ctx
+    def filter_dims(self, op: Op, cg) -> Local:
+        """A split-stored filter (codegen.CodeGen.head) is updated in its RAM rows of k: filter dims
+        {O, KH, KW, k} (``<step>_head_dims``) and channel_begin 0; otherwise the whole RAM tensor at
+        channel_begin, with the layer's filter dims."""
+        return Local("head_dims") if cg.head(op.options.weights) else self.of_layer(op, "filter_dims")
 
-    c_decls = """\
-static const float {{n}}_coef[{{y.shape[-1]}}] = {{ '{' }}{{coef}}{{ '}' }};
-static const cmsis_nn_dims {{n}}_input_dims = {{ dims(saved.shape) }};
-{% if head %}
-static const cmsis_nn_dims {{n}}_head_dims = {{ dims(stored_shape) }}; /* the RAM rows of the trained channels */
-{% endif %}
-"""
-    c_call = """\
-status = pockmcu_conv_wgrad_update_s8({{ctx}}, &{{layer}}_params, &{{n}}_input_dims, {{ptr(saved)}},
-                                      &{{filter_dims}}, {{weights}}, {{begin}}, &{{layer}}_output_dims,
-                                      {{ptr(dz)}}, {{n}}_coef, {{accum}}, {{velocity}}, &train.optimizer, {{rng}});"""
-    c_buffer_query = "pockmcu_conv_wgrad_update_s8_get_buffer_size(&{{n}}_input_dims, &{{filter_dims}})"
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        u = op.options
+        saved = op.inputs[0]
+        decls = [Array("coef", "float", tuple(u.coef)), Struct("input_dims", "cmsis_nn_dims", dims4(g.t(saved).shape))]
+        if cg.head(u.weights):
+            assert u.channel_begin == 0
+            decls.append(Struct("head_dims", "cmsis_nn_dims", dims4(cg.train.stored_shape(u.weights)),
+                                comment="the RAM rows of the trained channels"))
+        opt = cg.optimizer_args(u.weights)
+        function = cg.kernel(op).function
+        args = (SCRATCH, self.of_layer(op, "params"), Local("input_dims"), Ptr(saved), self.filter_dims(op, cg),
+                cg.param(u.weights), u.channel_begin, self.of_layer(op, "output_dims"), Ptr(operand(op, "output_grad")),
+                Local("coef", address=False), opt["accum"], opt["velocity"], "&train.optimizer", opt["rng"])
+        query = Call(f"{function}_get_buffer_size", (Local("input_dims"), self.filter_dims(op, cg)))
+        return Emission(calls=(Call(function, args, status=True),), decls=tuple(decls), buffer_query=query)
 
 
 @dataclass(frozen=True, eq=False)
@@ -496,7 +488,6 @@ class DepthwiseGradInput(_GradOp):
     kind = "DEPTHWISE_CONV_2D_GRAD_INPUT"
     Options = DepthwiseGrad
     kernel = "pockmcu_depthwise_conv_grad_input_f32"
-    c_status = True
 
     def macs(self, g: Graph, op: Op) -> int:
         f = op.options.layer
@@ -537,21 +528,15 @@ class DepthwiseGradInput(_GradOp):
     def variant(self, g: Graph, op: Op, cg) -> str:
         return "in_place" if op.name in cg.plan.writes_over_input else ""
 
-    def c_context(self, g, op, cg):
-        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]),
-                    rows=self.variant(g, op, cg) == "in_place")
-
-    c_decls = Conv2DGradInput.c_decls
-    c_call = """\
-{% if rows %}
-status = pockmcu_depthwise_conv_grad_input_rows_f32({{ctx}}, &{{layer}}_params, &{{layer}}_input_dims,
-                                                    &{{layer}}_filter_dims, {{weights}}, {{n}}_filter_scale,
-                                                    &{{layer}}_output_dims, {{ptr(dz)}}, {{ptr(dx)}});
-{% else %}
-status = pockmcu_depthwise_conv_grad_input_f32(&{{layer}}_params, &{{layer}}_input_dims, &{{layer}}_filter_dims,
-                                               {{weights}}, {{n}}_filter_scale, &{{layer}}_output_dims,
-                                               {{ptr(dz)}}, {{ptr(dx)}});
-{% endif %}"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        """Reuses the forward layer's params and dims; the in-place (row by row) kernel takes the
+        planned scratch context first."""
+        w = operand(op.options.layer, "weights")
+        ctx = (SCRATCH,) if self.variant(g, op, cg) == "in_place" else ()
+        args = (*ctx, self.of_layer(op, "params"), self.of_layer(op, "input_dims"), self.of_layer(op, "filter_dims"),
+                Ptr(w), Local("filter_scale", address=False), self.of_layer(op, "output_dims"),
+                Ptr(op.inputs[0]), Ptr(op.outputs[0]))
+        return Emission(calls=(Call(cg.kernel(op).function, args, status=True),), decls=(self.filter_scale(g, op),))
 
 
 @register
@@ -593,10 +578,6 @@ class DepthwiseWgradUpdate(Conv2DWgradUpdate):
         column (an upper bound; the kernel works tap by tap on the trained columns)."""
         return 4 * g.t(op.options.weights).shape[3]
 
-    c_call = """\
-status = pockmcu_depthwise_conv_wgrad_update_s8({{ctx}}, &{{layer}}_params, &{{n}}_input_dims, {{ptr(saved)}},
-                                                &{{layer}}_filter_dims, {{weights}}, {{begin}}, &{{layer}}_output_dims,
-                                                {{ptr(dz)}}, {{n}}_coef, {{accum}}, {{velocity}}, &train.optimizer, {{rng}});"""
-    c_buffer_query = ("pockmcu_depthwise_conv_wgrad_update_s8_get_buffer_size(&{{n}}_input_dims, "
-                      "&{{layer}}_filter_dims)")
-
+    def filter_dims(self, op: Op, cg) -> Local:
+        """Depthwise weights are never split-stored: the layer's filter dims."""
+        return self.of_layer(op, "filter_dims")

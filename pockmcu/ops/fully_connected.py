@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
+from ..ccode import SCRATCH, Array, Call, Emission, Local, Ptr, Struct
 from ..ir import Graph, Op
 from .base import SUPPORTED_ACTIVATIONS, OpDef, fused_activation, operand, register
 from .conv import WeightUpdate, _GradOp, finish, param_backward, weight_scales
@@ -48,7 +49,6 @@ class FullyConnected(OpDef):
     tflite_ops = ("FULLY_CONNECTED",)
     tflite_options = "FullyConnectedOptions"
     kernel = "arm_fully_connected_s8"
-    c_status = True
 
     def parse_tflite(self, o, op: Op, tensors) -> FullyConnectedOptions:
         if o is None:
@@ -115,40 +115,31 @@ class FullyConnected(OpDef):
     def variant(self, g: Graph, op: Op, cg) -> str:
         return "per_channel" if g.t(operand(op, "weights")).quant.per_channel else "per_tensor"
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
         a = op.prepared
         x, w, y = g.t(op.inputs[0]), g.t(operand(op, "weights")), g.t(op.outputs[0])
-        has_bias = bool(operand(op, "bias"))
-        pc = w.quant.per_channel
-        return dict(x=x, w=w, y=y, per_channel=pc, batches=a.batches,
-                    in_features=w.shape[1], out_features=w.shape[0],
-                    in_offset=-x.quant.zp, filter_offset=0 if w.quant.per_channel else -w.quant.zp,
-                    out_offset=y.quant.zp, act_min=a.act_min, act_max=a.act_max,
-                    multiplier=cg.int_list(a.multiplier), shift=cg.int_list(a.shift),
-                    n_quant=len(a.multiplier),
-                    bias=cg.const(operand(op, "bias")) if has_bias else "NULL", weights=cg.const(operand(op, "weights")))
-
-    c_decls = """\
-static const cmsis_nn_fc_params {{n}}_params = {
-    .input_offset = {{in_offset}}, .filter_offset = {{filter_offset}}, .output_offset = {{out_offset}},
-    .activation = {.min = {{act_min}}, .max = {{act_max}}}};
-{% if per_channel %}
-static const int32_t {{n}}_multiplier[{{n_quant}}] = {{ '{' }}{{multiplier}}{{ '}' }};
-static const int32_t {{n}}_shift[{{n_quant}}] = {{ '{' }}{{shift}}{{ '}' }};
-static const cmsis_nn_per_channel_quant_params {{n}}_quant = {(int32_t *){{n}}_multiplier, (int32_t *){{n}}_shift};
-{% else %}
-static const cmsis_nn_per_tensor_quant_params {{n}}_quant = {.multiplier = {{multiplier}}, .shift = {{shift}}};
-{% endif %}
-static const cmsis_nn_dims {{n}}_input_dims = {{ '{' }}{{batches}}, 1, 1, {{in_features}}{{ '}' }};
-static const cmsis_nn_dims {{n}}_filter_dims = {{ '{' }}{{in_features}}, 1, 1, {{out_features}}{{ '}' }};
-static const cmsis_nn_dims {{n}}_bias_dims = {1, 1, 1, {{out_features}}};
-static const cmsis_nn_dims {{n}}_output_dims = {{ '{' }}{{batches}}, 1, 1, {{out_features}}{{ '}' }};
-"""
-    c_call = """\
-status = {{kernel}}({{ctx}}, &{{n}}_params, &{{n}}_quant, &{{n}}_input_dims, {{ptr(x)}},
-                                &{{n}}_filter_dims, {{weights}}, &{{n}}_bias_dims, {{bias}},
-                                &{{n}}_output_dims, {{ptr(y)}});"""
-    c_buffer_query = "arm_fully_connected_s8_get_buffer_size(&{{n}}_filter_dims)"
+        bias = operand(op, "bias")
+        out_f, in_f = w.shape[0], w.shape[1]
+        decls = [Struct("params", "cmsis_nn_fc_params", dict(
+            input_offset=-x.quant.zp, filter_offset=0 if w.quant.per_channel else -w.quant.zp,
+            output_offset=y.quant.zp, activation=dict(min=a.act_min, max=a.act_max)))]
+        if w.quant.per_channel:
+            decls += [Array("multiplier", "int32_t", tuple(a.multiplier)), Array("shift", "int32_t", tuple(a.shift)),
+                      Struct("quant", "cmsis_nn_per_channel_quant_params",
+                             (Local("multiplier", address=False, cast="int32_t *"),
+                              Local("shift", address=False, cast="int32_t *")))]
+        else:
+            decls.append(Struct("quant", "cmsis_nn_per_tensor_quant_params",
+                                dict(multiplier=int(a.multiplier[0]), shift=int(a.shift[0]))))
+        decls += [Struct("input_dims", "cmsis_nn_dims", (a.batches, 1, 1, in_f)),
+                  Struct("filter_dims", "cmsis_nn_dims", (in_f, 1, 1, out_f)),
+                  Struct("bias_dims", "cmsis_nn_dims", (1, 1, 1, out_f)),
+                  Struct("output_dims", "cmsis_nn_dims", (a.batches, 1, 1, out_f))]
+        args = (SCRATCH, Local("params"), Local("quant"), Local("input_dims"), Ptr(x.name), Local("filter_dims"),
+                Ptr(w.name), Local("bias_dims"), Ptr(bias) if bias else "NULL", Local("output_dims"), Ptr(y.name))
+        # every FC kernel's scratch is arm_fully_connected_s8's (the per-channel and onnxruntime ones share it)
+        return Emission(calls=(Call(cg.kernel(op).function, args, status=True),), decls=tuple(decls),
+                        buffer_query=Call("arm_fully_connected_s8_get_buffer_size", (Local("filter_dims"),)))
 
 
 # -- training -----------------------------------------------------------------------------------
@@ -163,7 +154,6 @@ def fc_rows(g: Graph, op: Op) -> tuple[int, int]:
 class FullyConnectedGradInput(_GradOp):
     kind = "FULLY_CONNECTED_GRAD_INPUT"
     kernel = "pockmcu_fully_connected_grad_input_f32"
-    c_status = True
 
     def macs(self, g: Graph, op: Op) -> int:
         f = op.options.layer
@@ -178,16 +168,13 @@ class FullyConnectedGradInput(_GradOp):
         dz = xs[0].reshape(n * f.prepared.batches, -1).astype(np.float64)
         return [(dz @ wr).reshape((n,) + g.t(f.inputs[0]).shape[1:])]
 
-    def c_context(self, g, op, cg):
-        f = op.options.layer
-        w = g.t(operand(f, "weights"))
-        return dict(self.layer_ctx(g, op, cg), dz=g.t(op.inputs[0]), dx=g.t(op.outputs[0]),
-                    filter_offset=0 if w.quant.per_channel else -w.quant.zp)
-
-    c_decls = "static const float {{n}}_filter_scale[{{w.shape[0]}}] = {{ '{' }}{{scales}}{{ '}' }};\n"
-    c_call = """\
-status = pockmcu_fully_connected_grad_input_f32(&{{layer}}_input_dims, &{{layer}}_filter_dims, {{weights}},
-                                                {{filter_offset}}, {{n}}_filter_scale, {{ptr(dz)}}, {{ptr(dx)}});"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        """Reuses the forward layer's dims."""
+        w = g.t(operand(op.options.layer, "weights"))
+        args = (self.of_layer(op, "input_dims"), self.of_layer(op, "filter_dims"), Ptr(w.name),
+                0 if w.quant.per_channel else -w.quant.zp, Local("filter_scale", address=False),
+                Ptr(op.inputs[0]), Ptr(op.outputs[0]))
+        return Emission(calls=(Call(cg.kernel(op).function, args, status=True),), decls=(self.filter_scale(g, op),))
 
 
 @register
@@ -197,7 +184,6 @@ class FullyConnectedWgradUpdate(_GradOp):
     Options = WeightUpdate
     role = "update"
     kernel = "pockmcu_fully_connected_wgrad_update_s8"
-    c_status = True
 
     def macs(self, g: Graph, op: Op) -> int:
         f, w = op.options.layer, g.t(op.options.weights)
@@ -218,19 +204,14 @@ class FullyConnectedWgradUpdate(_GradOp):
         rt.params[w.name][:, b:b + k] = new
         return []
 
-    def c_context(self, g, op, cg):
-        f = op.options.layer
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        """Reuses the forward layer's filter dims; updates the weights' RAM copy from channel_begin."""
+        u = op.options
         saved = g.t(op.inputs[0])
-        return dict(self.layer_ctx(g, op, cg), saved=saved, dz=g.t(operand(op, "output_grad")), begin=op.options.channel_begin,
-                    batches=f.prepared.batches, k=op.options.channels, in_offset=-saved.quant.zp,
-                    weights=cg.param(op.options.weights), coef=cg.float_list(op.options.coef),
-                    **cg.optimizer_args(op.options.weights))
-
-    c_decls = """\
-static const float {{n}}_coef[{{w.shape[0]}}] = {{ '{' }}{{coef}}{{ '}' }};
-static const cmsis_nn_dims {{n}}_input_dims = {{ '{' }}{{batches}}, 1, 1, {{k}}{{ '}' }};
-"""
-    c_call = """\
-status = pockmcu_fully_connected_wgrad_update_s8(&{{n}}_input_dims, {{ptr(saved)}}, {{in_offset}},
-                                                 &{{layer}}_filter_dims, {{weights}}, {{begin}}, {{ptr(dz)}},
-                                                 {{n}}_coef, {{accum}}, {{velocity}}, &train.optimizer, {{rng}});"""
+        decls = (Array("coef", "float", tuple(u.coef)),
+                 Struct("input_dims", "cmsis_nn_dims", (u.layer.prepared.batches, 1, 1, u.channels)))
+        opt = cg.optimizer_args(u.weights)
+        args = (Local("input_dims"), Ptr(saved.name), -saved.quant.zp, self.of_layer(op, "filter_dims"),
+                cg.param(u.weights), u.channel_begin, Ptr(operand(op, "output_grad")), Local("coef", address=False),
+                opt["accum"], opt["velocity"], "&train.optimizer", opt["rng"])
+        return Emission(calls=(Call(cg.kernel(op).function, args, status=True),), decls=decls)

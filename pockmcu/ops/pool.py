@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
+from ..ccode import SCRATCH, Array, Call, Emission, Local, Ptr, Struct, dims4
 from ..ir import Graph, Op
 from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, register, same_or_valid_pads
 from .conv import PADDING
@@ -92,21 +93,29 @@ def ort_pool_reference(g: Graph, op: Op, xs) -> np.ndarray:
                           y.quant.s, p.ort.zp_onnx, p.ort.zp_offset, p.act_min, p.act_max)
 
 
-def ort_pool_context(g: Graph, op: Op, cg) -> dict:
+def pool_decls(g: Graph, op: Op) -> list:
+    """The params struct and dims of a pool (AVERAGE_POOL_2D, MAX_POOL_2D, AVERAGE_POOL_REQUANT), and
+    with onnxruntime numerics its dequantization table (the bit patterns of 256 float32 values)."""
+    o, p = op.options, op.prepared
+    decls = [Struct("params", "cmsis_nn_pool_params", dict(
+                 stride=dict(w=o.stride[1], h=o.stride[0]), padding=dict(w=p.pads[1], h=p.pads[0]),
+                 activation=dict(min=p.act_min, max=p.act_max))),
+             Struct("input_dims", "cmsis_nn_dims", dims4(g.t(op.inputs[0]).shape)),
+             Struct("filter_dims", "cmsis_nn_dims", (1, o.filter[0], o.filter[1], 1)),
+             Struct("output_dims", "cmsis_nn_dims", dims4(g.t(op.outputs[0]).shape))]
+    if p.ort is not None:
+        decls.append(Array("dq", "uint32_t", tuple(f"0x{int(b):08x}u" for b in ort.f32_bits(p.ort.dq))))
+    return decls
+
+
+def ort_pool_call(g: Graph, op: Op, cg) -> Call:
+    """onnxruntime's average pooling in float32 (pockmcu_avgpool_ort_s8): the output scale and zero
+    point passed as float32 bit patterns."""
     r, y = op.prepared.ort, g.t(op.outputs[0])
-    bits = [f"0x{int(b):08x}u" for b in ort.f32_bits(r.dq)]
-    return dict(ort=True, dq_bits="\n    " + ",\n    ".join(", ".join(bits[i:i + 8]) for i in range(0, 256, 8)) + "\n",
-                scale_bits=int(ort.f32_bits(y.quant.scale[:1])[0]), zp_bits=int(ort.f32_bits([r.zp_onnx])[0]),
-                zp_offset=r.zp_offset)
-
-
-ORT_POOL_DECLS = """\
-{% if ort %}
-static const uint32_t {{n}}_dq[256] = {{ '{' }}{{dq_bits}}{{ '}' }};
-{% endif %}"""
-ORT_POOL_CALL = """\
-status = pockmcu_avgpool_ort_s8(&{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims, &{{n}}_output_dims,
-                                {{n}}_dq, {{scale_bits}}u, {{zp_bits}}u, {{zp_offset}}, {{ptr(y)}});"""
+    scale_bits, zp_bits = int(ort.f32_bits(y.quant.scale[:1])[0]), int(ort.f32_bits([r.zp_onnx])[0])
+    return Call(cg.kernel(op).function, (
+        Local("params"), Local("input_dims"), Ptr(op.inputs[0]), Local("filter_dims"), Local("output_dims"),
+        Local("dq", address=False), f"{scale_bits}u", f"{zp_bits}u", r.zp_offset, Ptr(op.outputs[0])), status=True)
 
 
 class _Pool(OpDef):
@@ -142,20 +151,18 @@ class _Pool(OpDef):
         return (f"{self.kind} {o.filter[0]}x{o.filter[1]} stride {o.stride[0]}x{o.stride[1]} "
                 f"{o.padding}: {list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
-        o, p = op.options, op.prepared
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), stride=o.stride, pads=p.pads,
-                    filter=o.filter, act_min=p.act_min, act_max=p.act_max,
-                    **(ort_pool_context(g, op, cg) if p.ort is not None else {"ort": False}))
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        if op.prepared.ort is not None:
+            call = ort_pool_call(g, op, cg)
+        else:
+            call = Call(cg.kernel(op).function, (SCRATCH, Local("params"), Local("input_dims"), Ptr(op.inputs[0]),
+                                                 Local("filter_dims"), Local("output_dims"), Ptr(op.outputs[0])),
+                        status=True)
+        return Emission(calls=(call,), decls=tuple(pool_decls(g, op)), buffer_query=self.buffer_query(g, op))
 
-    c_decls = """\
-static const cmsis_nn_pool_params {{n}}_params = {
-    .stride = {.w = {{stride[1]}}, .h = {{stride[0]}}}, .padding = {.w = {{pads[1]}}, .h = {{pads[0]}}},
-    .activation = {.min = {{act_min}}, .max = {{act_max}}}};
-static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
-static const cmsis_nn_dims {{n}}_filter_dims = {{ '{' }}1, {{filter[0]}}, {{filter[1]}}, 1{{ '}' }};
-static const cmsis_nn_dims {{n}}_output_dims = {{ dims(y.shape) }};
-""" + ORT_POOL_DECLS
+    def buffer_query(self, g: Graph, op: Op) -> Call | None:
+        """The kernel's scratch query for pockmcu_init (None: it asks for none)."""
+        return None
 
 
 @register
@@ -163,7 +170,6 @@ class AveragePool2D(_Pool):
     kind = "AVERAGE_POOL_2D"
     tflite_ops = ("AVERAGE_POOL_2D",)
     kernel = "arm_avgpool_s8"
-    c_status = True
 
     def variant(self, g: Graph, op: Op, cg) -> str:
         return "ort_float" if op.prepared.ort is not None else ""
@@ -185,14 +191,10 @@ class AveragePool2D(_Pool):
         avg = np.where(total > 0, (total + half) // count, -((-(total - half)) // count))  # C division truncates
         return [np.clip(avg, p.act_min, p.act_max).astype(np.int8)]
 
-    c_call = """\
-{% if ort %}
-""" + ORT_POOL_CALL + """
-{% else %}
-status = arm_avgpool_s8({{ctx}}, &{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
-                        &{{n}}_output_dims, {{ptr(y)}});
-{% endif %}"""
-    c_buffer_query = "arm_avgpool_s8_get_buffer_size({{y.shape[2]}}, {{y.shape[3]}})"
+    def buffer_query(self, g: Graph, op: Op) -> Call:
+        """arm_avgpool_s8's scratch query (pockmcu_init asks it for the onnxruntime kernel too)."""
+        y = g.t(op.outputs[0])
+        return Call("arm_avgpool_s8_get_buffer_size", (y.shape[2], y.shape[3]))
 
 
 @register
@@ -200,7 +202,6 @@ class MaxPool2D(_Pool):
     kind = "MAX_POOL_2D"
     tflite_ops = ("MAX_POOL_2D",)
     kernel = "arm_max_pool_s8"
-    c_status = True
 
     def backward(self, tb, op: Op) -> None:
         _pool_backward(tb, op, "MAX_POOL_2D_GRAD", needs_input=True)
@@ -213,9 +214,6 @@ class MaxPool2D(_Pool):
             best = np.where(valid, np.maximum(best, vals), best)
         return [np.clip(best, p.act_min, p.act_max).astype(np.int8)]
 
-    c_call = """\
-status = arm_max_pool_s8({{ctx}}, &{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
-                         &{{n}}_output_dims, {{ptr(y)}});"""
 
 
 # -- training ----------------------------------------------------------------------------------
@@ -235,9 +233,10 @@ class _PoolGrad(OpDef):
     io_dtypes = ("float32", "int8")
     Options = PoolGradOptions
 
-    def c_context(self, g, op, cg):
-        f = op.options.layer
-        return dict(layer=f.name, x=g.t(f.inputs[0]), dy=g.t(op.inputs[-1]), dx=g.t(op.outputs[0]))
+    @staticmethod
+    def of_layer(op: Op, name: str) -> Local:
+        """``&<layer>_<name>``: the forward pool's params and dims, reused by the gradient call."""
+        return Local(name, owner=op.options.layer.name)
 
 
 @register
@@ -246,7 +245,6 @@ class AveragePoolGrad(_PoolGrad):
 
     kind = "AVERAGE_POOL_2D_GRAD"
     kernel = "pockmcu_avgpool_grad_f32"
-    c_status = True
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.options.layer
@@ -265,9 +263,10 @@ class AveragePoolGrad(_PoolGrad):
                 dxp[:, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw, :] += share
         return [dxp[:, top:top + h, left:left + w, :]]
 
-    c_call = """\
-status = pockmcu_avgpool_grad_f32(&{{layer}}_params, &{{layer}}_input_dims, &{{layer}}_filter_dims,
-                                  &{{layer}}_output_dims, {{ptr(dy)}}, {{ptr(dx)}});"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            self.of_layer(op, "params"), self.of_layer(op, "input_dims"), self.of_layer(op, "filter_dims"),
+            self.of_layer(op, "output_dims"), Ptr(op.inputs[-1]), Ptr(op.outputs[0])), status=True),))
 
 
 @register
@@ -276,7 +275,6 @@ class MaxPoolGrad(_PoolGrad):
 
     kind = "MAX_POOL_2D_GRAD"
     kernel = "pockmcu_max_pool_grad_f32"
-    c_status = True
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         f = op.options.layer
@@ -300,9 +298,12 @@ class MaxPoolGrad(_PoolGrad):
                             dx[b, at[0], at[1], ch] += dy[b, r, s, ch]
         return [dx]
 
-    c_call = """\
-status = pockmcu_max_pool_grad_f32(&{{layer}}_params, &{{layer}}_input_dims, {{ptr(x)}}, &{{layer}}_filter_dims,
-                                   &{{layer}}_output_dims, {{ptr(dy)}}, {{ptr(dx)}});"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        """Reads the forward pool's input (saved for it) to find each window's first maximum."""
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            self.of_layer(op, "params"), self.of_layer(op, "input_dims"), Ptr(op.options.layer.inputs[0]),
+            self.of_layer(op, "filter_dims"), self.of_layer(op, "output_dims"), Ptr(op.inputs[-1]),
+            Ptr(op.outputs[0])), status=True),))
 
 
 def _pool_backward(tb, op: Op, grad_kind: str, needs_input: bool) -> None:

@@ -18,15 +18,15 @@ Semantics:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
+from ..ccode import Array, Call, Emission, Local, Ptr
 from ..ir import Graph, Op
 from .base import SUPPORTED_ACTIVATIONS, OpDef, register
-from .pool import OrtPool, PoolOptions, ort_pool_context, ort_pool_prepare, ort_pool_reference, pool_pads, pool_taps
+from .pool import OrtPool, PoolOptions, ort_pool_call, ort_pool_prepare, ort_pool_reference, pool_decls, pool_pads, pool_taps
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,6 @@ class RequantizeData:
 class Requantize(OpDef):
     kind = "REQUANTIZE"
     kernel = "pockmcu_requantize_s8"
-    c_status = True
     Options = RequantizeOptions
 
     def variant(self, g: Graph, op: Op, cg) -> str:
@@ -87,24 +86,15 @@ class Requantize(OpDef):
         return (f"REQUANTIZE {x.quant.s:.6g}/{x.quant.zp} -> {y.quant.s:.6g}/{y.quant.zp}{clamp}: "
                 f"{list(x.shape)}")
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
         x, y, p = g.t(op.inputs[0]), g.t(op.outputs[0]), op.prepared
-        table: dict[str, Any] = {} if p.table is None else {"table": p.table}   # the snippets test "table is defined"
-        return dict(x=x, y=y, in_offset=-x.quant.zp, out_offset=y.quant.zp, multiplier=p.multiplier, shift=p.shift,
-                    act_min=p.act_min, act_max=p.act_max, **table,
-                    lut_values=cg.int_list(p.table, 16) if p.table is not None else "")
-
-    c_decls = """\
-{% if table is defined %}
-static const int8_t {{n}}_table[256] = {{ '{' }}{{lut_values}}{{ '}' }};
-{% endif %}"""
-    c_call = """\
-{% if table is defined %}
-status = pockmcu_lut_s8({{ptr(x)}}, {{x.size}}, {{n}}_table, {{ptr(y)}});
-{% else %}
-status = pockmcu_requantize_s8({{ptr(x)}}, {{x.size}}, {{in_offset}}, {{multiplier}}, {{shift}}, {{out_offset}},
-                               {{act_min}}, {{act_max}}, {{ptr(y)}});
-{% endif %}"""
+        function = cg.kernel(op).function
+        if p.table is not None:     # onnxruntime numerics: a 256-entry lookup
+            return Emission(calls=(Call(function, (Ptr(x.name), x.size, Local("table", address=False), Ptr(y.name)),
+                                        status=True),),
+                            decls=(Array("table", "int8_t", tuple(p.table)),))
+        return Emission(calls=(Call(function, (Ptr(x.name), x.size, -x.quant.zp, p.multiplier, p.shift, y.quant.zp,
+                                               p.act_min, p.act_max, Ptr(y.name)), status=True),))
 
 
 @dataclass(frozen=True)
@@ -123,7 +113,6 @@ class AddConstData:
 class AddConst(OpDef):
     kind = "ADD_CONST"
     kernel = "arm_elementwise_add_s8"
-    c_status = True
     Options = AddConstOptions
     operands = ("input", "constant")
 
@@ -152,20 +141,17 @@ class AddConst(OpDef):
         p = op.prepared
         return [fp.add_s8(xs[0], self._broadcast(g, op, xs[0]), p.q, p.act_min, p.act_max)]
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
-        x, c, p = g.t(op.inputs[0]), g.t(op.inputs[1]), op.prepared
-        return dict(x=x, c=cg.const(op.inputs[1]), y=g.t(op.outputs[0]), q=p.q, block=c.size,
-                    rows=x.size // c.size, act_min=p.act_min, act_max=p.act_max)
-
-    c_call = """\
-for (int32_t r = 0; r < {{rows}} && status == ARM_CMSIS_NN_SUCCESS; r++) {
-    status = arm_elementwise_add_s8({{ptr(x)}} + r * {{block}}, {{c}},
-                                    {{q.input1_offset}}, {{q.input1_multiplier}}, {{q.input1_shift}},
-                                    {{q.input2_offset}}, {{q.input2_multiplier}}, {{q.input2_shift}},
-                                    {{q.left_shift}}, {{ptr(y)}} + r * {{block}},
-                                    {{q.output_offset}}, {{q.output_multiplier}}, {{q.output_shift}},
-                                    {{act_min}}, {{act_max}}, {{block}});
-}"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        """One call per row of the constant's size (the whole tensor: one row)."""
+        x, c, p, q = g.t(op.inputs[0]), g.t(op.inputs[1]), op.prepared, op.prepared.q
+        block = c.size
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            Ptr(x.name, f"r * {block}"), Ptr(c.name),
+            q["input1_offset"], q["input1_multiplier"], q["input1_shift"],
+            q["input2_offset"], q["input2_multiplier"], q["input2_shift"],
+            q["left_shift"], Ptr(op.outputs[0], f"r * {block}"),
+            q["output_offset"], q["output_multiplier"], q["output_shift"],
+            p.act_min, p.act_max, block), status=True, repeat=("r", x.size // block)),))
 
 
 @dataclass(frozen=True, eq=False)
@@ -189,7 +175,6 @@ class AveragePoolRequant(OpDef):
 
     kind = "AVERAGE_POOL_REQUANT"
     kernel = "pockmcu_avgpool_requant_s8"
-    c_status = True
     Options = PoolOptions
 
     def variant(self, g: Graph, op: Op, cg) -> str:
@@ -230,34 +215,15 @@ class AveragePoolRequant(OpDef):
         return (f"AVERAGE_POOL_REQUANT {o.filter[0]}x{o.filter[1]} stride {o.stride[0]}x{o.stride[1]} "
                 f"{x.quant.s:.6g}/{x.quant.zp} -> {y.quant.s:.6g}/{y.quant.zp}: {list(x.shape)} -> {list(y.shape)}")
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
-        o, p = op.options, op.prepared
-        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
-        return dict(x=x, y=y, stride=o.stride, pads=p.pads, filter=o.filter, act_min=p.act_min,
-                    act_max=p.act_max, in_offset=-x.quant.zp, out_offset=y.quant.zp, n_table=len(p.shifts),
-                    multipliers=cg.int_list(p.multipliers), shifts=cg.int_list(p.shifts),
-                    **(ort_pool_context(g, op, cg) if p.ort is not None else {"ort": False}))
-
-    c_decls = """\
-static const cmsis_nn_pool_params {{n}}_params = {
-    .stride = {.w = {{stride[1]}}, .h = {{stride[0]}}}, .padding = {.w = {{pads[1]}}, .h = {{pads[0]}}},
-    .activation = {.min = {{act_min}}, .max = {{act_max}}}};
-static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
-static const cmsis_nn_dims {{n}}_filter_dims = {{ '{' }}1, {{filter[0]}}, {{filter[1]}}, 1{{ '}' }};
-static const cmsis_nn_dims {{n}}_output_dims = {{ dims(y.shape) }};
-{% if ort %}
-static const uint32_t {{n}}_dq[256] = {{ '{' }}{{dq_bits}}{{ '}' }};
-{% else %}
-static const int32_t {{n}}_multipliers[{{n_table}}] = {{ '{' }}{{multipliers}}{{ '}' }};
-static const int32_t {{n}}_shifts[{{n_table}}] = {{ '{' }}{{shifts}}{{ '}' }};
-{% endif %}
-"""
-    c_call = """\
-{% if ort %}
-status = pockmcu_avgpool_ort_s8(&{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims, &{{n}}_output_dims,
-                                {{n}}_dq, {{scale_bits}}u, {{zp_bits}}u, {{zp_offset}}, {{ptr(y)}});
-{% else %}
-status = pockmcu_avgpool_requant_s8(&{{n}}_params, &{{n}}_input_dims, {{ptr(x)}}, &{{n}}_filter_dims,
-                                    &{{n}}_output_dims, {{in_offset}}, {{out_offset}}, {{n}}_multipliers,
-                                    {{n}}_shifts, {{ptr(y)}});
-{% endif %}"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        """A pool's params and dims; per in-bounds tap count the multiplier and shift (onnxruntime
+        numerics: its float32 average pooling, as AVERAGE_POOL_2D's)."""
+        x, y, p = g.t(op.inputs[0]), g.t(op.outputs[0]), op.prepared
+        decls = pool_decls(g, op)
+        if p.ort is not None:
+            return Emission(calls=(ort_pool_call(g, op, cg),), decls=tuple(decls))
+        decls += [Array("multipliers", "int32_t", tuple(p.multipliers)), Array("shifts", "int32_t", tuple(p.shifts))]
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            Local("params"), Local("input_dims"), Ptr(x.name), Local("filter_dims"), Local("output_dims"),
+            -x.quant.zp, y.quant.zp, Local("multipliers", address=False), Local("shifts", address=False),
+            Ptr(y.name)), status=True),), decls=tuple(decls))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ccode import Call, Emission, Ptr
 from ..ir import Graph, Op
 from .base import OpDef, register
 
@@ -49,13 +50,14 @@ class TileCrop(OpDef):
         return (f"TILE_CROP rows {r0}..{r0 + y.shape[1] - 1}, columns {c0}..{c0 + y.shape[2] - 1} of "
                 f"{list(g.t(op.inputs[0]).shape)}")
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        """Rows of the tile's width copied from the first row of the region (the offset is written
+        even when 0)."""
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
         row, px = _rows(x)
         r0, c0 = op.options.origin
-        return dict(x=x, y=y, start=r0 * row, rows=y.shape[1], row=row, offset=c0 * px, chunk=y.shape[2] * px)
-
-    c_call = "pockmcu_slice_s8({{ptr(x)}} + {{start}}, {{rows}}, {{row}}, {{offset}}, {{chunk}}, {{ptr(y)}});"
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            Ptr(x.name, str(r0 * row)), y.shape[1], row, c0 * px, y.shape[2] * px, Ptr(y.name))),))
 
 
 class _Paste(OpDef):
@@ -79,13 +81,14 @@ class _Paste(OpDef):
         return (f"TILE_PASTE {list(t.shape)} at rows {r0}..{r0 + t.shape[1] - 1}, columns "
                 f"{c0}..{c0 + t.shape[2] - 1} of {list(g.t(op.outputs[0]).shape)}")
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        """The tile's rows written from the first row of its region (the offset is written even
+        when 0)."""
         t, y = g.t(op.inputs[-1]), g.t(op.outputs[0])
         row, px = _rows(y)
         r0, c0 = op.options.origin
-        return dict(t=t, y=y, start=r0 * row, rows=t.shape[1], row=row, offset=c0 * px, chunk=t.shape[2] * px)
-
-    c_call = "pockmcu_paste_s8({{ptr(t)}}, {{rows}}, {{row}}, {{offset}}, {{chunk}}, {{ptr(y)}} + {{start}});"
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            Ptr(t.name), t.shape[1], row, c0 * px, t.shape[2] * px, Ptr(y.name, str(r0 * row)))),))
 
 
 @register
