@@ -63,6 +63,8 @@ class Call:
     function: str
     args: tuple = ()
     status: bool = False          # it returns an arm_cmsis_nn_status, checked after the call
+    #: an lvalue the result is stored in (e.g. "result->loss"), for a call without a status
+    assign: str = ""
     #: (variable, count): the call runs in ``for (int32_t variable = 0; variable < count; variable++)``
     #: (stopping at the first failure when it returns a status); arguments may use the variable
     repeat: tuple[str, int] | None = None
@@ -181,7 +183,8 @@ def render_call(call: Call, names: Names, indent: int = 4, expression: bool = Fa
         body = render_call(Call(call.function, call.args, call.status), names, indent + 4)
         return (f"for (int32_t {var} = 0; {cond}; {var}++) {{\n"
                 + "\n".join("    " + line for line in body.split("\n")) + "\n}")
-    head = ("status = " if call.status and not expression else "") + call.function + "("
+    target = "status" if call.status else call.assign
+    head = (f"{target} = " if target and not expression else "") + call.function + "("
     tail = ")" if expression else ");"
     args = [value(a, names) for a in call.args]
     one = head + ", ".join(args) + tail

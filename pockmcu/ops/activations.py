@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
+from ..ccode import Array, Call, Emission, Local, Ptr
 from ..ir import Graph, Op
 from .base import OpDef, register
 
@@ -87,31 +88,19 @@ class Softmax(OpDef):
                                     o.onnx_zp_offset == 128, o.qlinear)]
         return [fp.softmax_s8(xs[0], p.mult, p.left_shift, p.diff_min)]
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
         x, y, o, p = g.t(op.inputs[0]), g.t(op.outputs[0]), op.options, op.prepared
-        ctx = dict(x=x, y=y, rows=x.size // x.shape[-1], row=x.shape[-1], ort=False, mult=p.mult,
-                   left_shift=p.left_shift, diff_min=p.diff_min)
-        if p.ort_table is not None:
-            bits = [f"0x{int(b):08x}u" for b in ort.f32_bits(p.ort_table)]
-            ys = np.float32(np.floor(np.float32(1.0) / np.float32(y.quant.scale[0]))) if o.qlinear \
-                else np.float32(y.quant.scale[0])
-            ctx.update(ort=True, table="\n    " + ",\n    ".join(", ".join(bits[i:i + 8]) for i in range(0, 256, 8)),
-                       ys_bits=int(ort.f32_bits([ys])[0]), zp_onnx=y.quant.zp + o.onnx_zp_offset,
-                       uint8=int(o.onnx_zp_offset == 128), qlinear=int(o.qlinear))
-        return ctx
-
-    c_decls = """\
-{% if ort %}
-static const uint32_t {{n}}_exp_table[256] = {{ '{' }}{{table}}
-{{ '}' }};
-{% endif %}"""
-    c_call = """\
-{% if ort %}
-pockmcu_softmax_ort_s8({{ptr(x)}}, {{rows}}, {{row}}, {{n}}_exp_table, {{ys_bits}}u, {{zp_onnx}}, {{uint8}}, {{qlinear}},
-                       {{ptr(y)}});
-{% else %}
-arm_softmax_s8({{ptr(x)}}, {{rows}}, {{row}}, {{mult}}, {{left_shift}}, {{diff_min}}, {{ptr(y)}});
-{% endif %}"""
+        rows, row = x.size // x.shape[-1], x.shape[-1]
+        if p.ort_table is None:
+            return Emission(calls=(Call(cg.kernel(op).function, (Ptr(x.name), rows, row, p.mult, p.left_shift,
+                                                                  p.diff_min, Ptr(y.name))),))
+        # onnxruntime's float path: exp table and output scale as float32 bit patterns
+        table = Array("exp_table", "uint32_t", tuple(f"0x{int(b):08x}u" for b in ort.f32_bits(p.ort_table)))
+        ys = np.float32(np.floor(np.float32(1.0) / np.float32(y.quant.scale[0]))) if o.qlinear \
+            else np.float32(y.quant.scale[0])
+        return Emission(decls=(table,), calls=(Call(cg.kernel(op).function, (
+            Ptr(x.name), rows, row, Local("exp_table", address=False), f"{int(ort.f32_bits([ys])[0])}u",
+            y.quant.zp + o.onnx_zp_offset, int(o.onnx_zp_offset == 128), int(o.qlinear), Ptr(y.name))),))
 
 
 @dataclass(frozen=True)
@@ -126,7 +115,6 @@ class Logistic(OpDef):
     kind = "LOGISTIC"
     tflite_ops = ("LOGISTIC",)
     kernel = "pockmcu_logistic_s8"
-    c_status = True
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
@@ -139,9 +127,8 @@ class Logistic(OpDef):
     def reference(self, g: Graph, op: Op, xs, rt=None):
         return [fp.logistic_s8(xs[0], op.prepared.q)]
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), q=op.prepared.q)
-
-    c_call = """\
-status = pockmcu_logistic_s8({{ptr(x)}}, {{x.size}}, {{q.input_offset}}, {{q.input_range_radius}},
-                             {{q.input_multiplier}}, {{q.input_left_shift}}, {{ptr(y)}});"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        x, q = g.t(op.inputs[0]), op.prepared.q
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            Ptr(x.name), x.size, q["input_offset"], q["input_range_radius"], q["input_multiplier"],
+            q["input_left_shift"], Ptr(op.outputs[0])), status=True),))

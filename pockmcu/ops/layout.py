@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ccode import Call, Emission, Ptr
 from ..ir import Graph, Op
 from .base import OpDef, register
 
@@ -79,7 +80,6 @@ class _FlipSign(OpDef):
     src: str = ""
     dst: str = ""
     kernel = "pockmcu_flip_sign_8"
-    c_status = True
     io_dtypes = ("int8", "uint8")
 
     def check(self, g: Graph, op: Op) -> list[str]:
@@ -97,11 +97,10 @@ class _FlipSign(OpDef):
         x = np.ascontiguousarray(xs[0])
         return [(x.view(np.uint8) ^ np.uint8(0x80)).view(self.dst)]
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]))
-
-    c_call = """\
-status = pockmcu_flip_sign_8({{ptr(x)}}, {{x.size}}, {{ptr(y)}});"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        x = g.t(op.inputs[0])
+        return Emission(calls=(Call(cg.kernel(op).function, (Ptr(x.name), x.size, Ptr(op.outputs[0])),
+                                    status=True),))
 
 
 @register

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import fixedpoint as fp
+from ..ccode import Call, Emission, Ptr
 from ..intmath import wrap32
 from ..ir import Graph, Op
 from .base import OpDef, register
@@ -145,10 +146,8 @@ class LogSoftmax(OpDef):
     def reference(self, g: Graph, op: Op, xs, rt=None):
         return [log_softmax_s8(xs[0], op.prepared)]
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
-        x = g.t(op.inputs[0])
-        return dict(x=x, y=g.t(op.outputs[0]), rows=x.size // x.shape[-1], row=x.shape[-1], p=op.prepared)
-
-    c_call = """\
-{{kernel}}({{ptr(x)}}, {{rows}}, {{row}}, {{p.input_multiplier}}, {{p.input_left_shift}}, {{p.reverse_scaling_divisor}},
-{{ ' ' * (kernel|length + 1) }}{{p.reverse_scaling_left_shift}}, {{p.diff_min}}, {{ptr(y)}});"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        x, p = g.t(op.inputs[0]), op.prepared
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            Ptr(x.name), x.size // x.shape[-1], x.shape[-1], p.input_multiplier, p.input_left_shift,
+            p.reverse_scaling_divisor, p.reverse_scaling_left_shift, p.diff_min, Ptr(op.outputs[0]))),))

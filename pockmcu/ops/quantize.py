@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import fixedpoint as fp
+from ..ccode import Call, Emission, Ptr
 from ..ir import Graph, Op
 from .base import OpDef, register
 
@@ -69,7 +70,6 @@ class Quantize(OpDef):
     kind = "QUANTIZE"
     tflite_ops = ("QUANTIZE",)
     kernel = "pockmcu_quantize_f32_s8"
-    c_status = True
     io_dtypes = ("float32", "int8", "uint8")
 
     def check(self, g: Graph, op: Op) -> list[str]:
@@ -112,26 +112,18 @@ class Quantize(OpDef):
         return (f"QUANTIZE {x.dtype} {x.quant.s:.6g}/{x.quant.zp} -> {y.dtype} {y.quant.s:.6g}/{y.quant.zp} "
                 f"({how}): {list(x.shape)}")
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
         p = op.prepared
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
         if isinstance(p, AffineQuant):
-            return dict(x=x, y=y, scale=cg.float_lit(p.scale), zp=p.zero_point, float_in=True)
-        return dict(x=x, y=y, p=p, float_in=False, input_offset=-p.input_zero_point,
-                    int8_out=y.dtype == "int8" and x.dtype == "int8")
-
-    c_call = """\
-{% if float_in %}
-status = pockmcu_quantize_f32_s8({{ptr(x)}}, {{x.size}}, {{scale}}, {{zp}}, {{ptr(y)}});
-{% elif p.flip %}
-status = {{kernel}}({{ptr(x)}}, {{x.size}}, {{ptr(y)}});
-{% elif int8_out %}
-status = {{kernel}}({{ptr(x)}}, {{x.size}}, {{input_offset}}, {{p.multiplier}}, {{p.shift}}, {{p.output_zero_point}},
-{{ ' ' * (kernel|length + 10) }}-128, 127, {{ptr(y)}});
-{% else %}
-status = {{kernel}}({{ptr(x)}}, {{x.size}}, {{input_offset}}, {{p.multiplier}}, {{p.shift}}, {{p.output_zero_point}},
-{{ ' ' * (kernel|length + 10) }}{{ptr(y)}});
-{% endif %}"""
+            args = (Ptr(x.name), x.size, float(p.scale), p.zero_point, Ptr(y.name))
+        elif p.flip:
+            args = (Ptr(x.name), x.size, Ptr(y.name))
+        else:
+            clamp = (-128, 127) if y.dtype == "int8" and x.dtype == "int8" else ()
+            args = (Ptr(x.name), x.size, -p.input_zero_point, p.multiplier, p.shift, p.output_zero_point, *clamp,
+                    Ptr(y.name))
+        return Emission(calls=(Call(cg.kernel(op).function, args, status=True),))
 
 
 @register
@@ -139,7 +131,6 @@ class Dequantize(OpDef):
     kind = "DEQUANTIZE"
     tflite_ops = ("DEQUANTIZE",)
     kernel = "pockmcu_dequantize_s8_f32"
-    c_status = True
 
     def check(self, g: Graph, op: Op) -> list[str]:
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
@@ -158,9 +149,7 @@ class Dequantize(OpDef):
         """Real values pass through unchanged: the output gradient is the input gradient."""
         tb.add_grad(op.inputs[0], tb.grad(op.outputs[0]))
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
-        p = op.prepared
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), scale=cg.float_lit(p.scale), zp=p.zero_point)
-
-    c_call = """\
-status = pockmcu_dequantize_s8_f32({{ptr(x)}}, {{x.size}}, {{scale}}, {{zp}}, {{ptr(y)}});"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        p, x = op.prepared, g.t(op.inputs[0])
+        return Emission(calls=(Call(cg.kernel(op).function, (Ptr(x.name), x.size, float(p.scale), p.zero_point,
+                                                              Ptr(op.outputs[0])), status=True),))

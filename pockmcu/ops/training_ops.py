@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ccode import Array, Call, Emission, Local, Ptr
 from ..ir import Graph, Op
 from .base import OpDef, register
 
@@ -137,10 +138,10 @@ class MaskPack(OpDef):
         bits = (y > op.options.lo) & (y < op.options.hi)
         return [np.packbits(bits, axis=1, bitorder="little")]
 
-    def c_context(self, g, op, cg):
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), lo=op.options.lo, hi=op.options.hi)
-
-    c_call = "pockmcu_mask_pack_s8({{ptr(x)}}, {{x.size}}, {{lo}}, {{hi}}, {{ptr(y)}});"
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        x = op.inputs[0]
+        return Emission(calls=(Call(cg.kernel(op).function, (Ptr(x), g.t(x).size, op.options.lo, op.options.hi,
+                                                              Ptr(op.outputs[0]))),))
 
 
 @register
@@ -158,10 +159,9 @@ class MaskApply(OpDef):
         bits = np.unpackbits(mask, axis=1, bitorder="little", count=n).astype(bool)
         return [np.where(bits.reshape(dy.shape), dy, 0.0)]
 
-    def c_context(self, g, op, cg):
-        return dict(dy=g.t(op.inputs[0]), mask=g.t(op.inputs[1]))
-
-    c_call = "pockmcu_mask_apply_f32({{ptr(dy)}}, {{ptr(mask)}}, {{dy.size}});"
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        dy, mask = op.inputs[:2]
+        return Emission(calls=(Call(cg.kernel(op).function, (Ptr(dy), Ptr(mask), g.t(dy).size)),))
 
 
 @register
@@ -182,16 +182,14 @@ class BiasUpdate(OpDef):
         rt.params[b.name] = new.reshape(b.data.shape)
         return []
 
-    def c_context(self, g, op, cg):
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
         dz = g.t(op.inputs[0])
-        return dict(dz=dz, channels=dz.shape[-1], positions=dz.size // dz.shape[-1],
-                    bias=cg.param(op.options.bias), coef=cg.float_list(op.options.coef),
-                    **cg.optimizer_args(op.options.bias))
-
-    c_decls = "static const float {{n}}_coef[{{channels}}] = {{ '{' }}{{coef}}{{ '}' }};\n"
-    c_call = """\
-pockmcu_bias_update_s32({{bias}}, {{ptr(dz)}}, {{positions}}, {{channels}}, {{n}}_coef,
-                        {{accum}}, {{velocity}}, &train.optimizer, {{rng}});"""
+        channels = dz.shape[-1]
+        opt = cg.optimizer_args(op.options.bias)
+        coef = Array("coef", "float", tuple(float(c) for c in np.asarray(op.options.coef, np.float32).reshape(-1)))
+        return Emission(decls=(coef,), calls=(Call(cg.kernel(op).function, (
+            cg.param(op.options.bias), Ptr(dz.name), dz.size // channels, channels, Local("coef", address=False),
+            opt["accum"], opt["velocity"], "&train.optimizer", opt["rng"])),))
 
 
 @register
@@ -206,10 +204,10 @@ class AddF32(OpDef):
     def reference(self, g: Graph, op: Op, xs, rt=None):
         return [xs[0] + xs[1]]
 
-    def c_context(self, g, op, cg):
-        return dict(a=g.t(op.inputs[0]), b=g.t(op.inputs[1]), y=g.t(op.outputs[0]))
-
-    c_call = "pockmcu_add_f32({{ptr(a)}}, {{ptr(b)}}, {{ptr(y)}}, {{y.size}});"
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        y = op.outputs[0]
+        return Emission(calls=(Call(cg.kernel(op).function, (Ptr(op.inputs[0]), Ptr(op.inputs[1]), Ptr(y),
+                                                              g.t(y).size)),))
 
 
 @register
@@ -221,10 +219,9 @@ class CopyF32(OpDef):
     def reference(self, g: Graph, op: Op, xs, rt=None):
         return [xs[0].copy()]
 
-    def c_context(self, g, op, cg):
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]))
-
-    c_call = "memcpy({{ptr(y)}}, {{ptr(x)}}, {{x.nbytes}});"
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        x = op.inputs[0]
+        return Emission(calls=(Call("memcpy", (Ptr(op.outputs[0]), Ptr(x), g.t(x).nbytes)),))
 
 
 @register
@@ -246,12 +243,10 @@ class Slice(OpDef):
         out = rows[:, :, a.offset:a.offset + a.chunk]
         return [out.reshape((x.shape[0],) + g.t(op.outputs[0]).shape[1:])]
 
-    def c_context(self, g, op, cg):
-        x = g.t(op.inputs[0])
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
         a = op.options
-        return dict(x=x, y=g.t(op.outputs[0]), outer=a.outer, row=a.row, offset=a.offset, chunk=a.chunk)
-
-    c_call = "{{kernel}}({{ptr(x)}}, {{outer}}, {{row}}, {{offset}}, {{chunk}}, {{ptr(y)}});"
+        return Emission(calls=(Call(cg.kernel(op).function, (Ptr(op.inputs[0]), a.outer, a.row, a.offset, a.chunk,
+                                                              Ptr(op.outputs[0]))),))
 
 
 @register
@@ -273,13 +268,10 @@ class XentGrad(OpDef):
         rt.loss = float(nll_table()[int(xs[0].reshape(-1)[rt.label[0]]) + 128])
         return [(op.options.beta * (p - onehot)).reshape((len(p),) + g.t(op.outputs[0]).shape[1:])]
 
-    def c_context(self, g, op, cg):
-        return dict(p=g.t(op.inputs[0]), dl=g.t(op.outputs[0]), classes=op.options.classes,
-                    beta=cg.float_lit(op.options.beta))
-
-    c_call = """\
-result->loss = pockmcu_softmax_xent_grad_s8({{ptr(p)}}, {{classes}}, *(const int32_t *)label, {{beta}},
-                                            nll_table, {{ptr(dl)}});"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            Ptr(op.inputs[0]), op.options.classes, "*(const int32_t *)label", float(op.options.beta), "nll_table",
+            Ptr(op.outputs[0])), assign="result->loss"),))
 
 
 def nll_table() -> np.ndarray:
@@ -310,17 +302,13 @@ class MseGrad(OpDef):
         rt.loss = float(np.mean(d * d))
         return [2 * d / d[0].size]
 
-    def c_context(self, g, op, cg):
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
         y = g.t(op.inputs[0])
-        return dict(y=y, dl=g.t(op.outputs[0]), int8=y.dtype == "int8",
-                    scale=cg.float_lit(y.quant.s) if y.quant else "1.0f", zp=y.quant.zp if y.quant else 0)
-
-    c_call = """\
-{% if int8 %}
-result->loss = pockmcu_mse_grad_s8({{ptr(y)}}, {{y.size}}, {{scale}}, {{zp}}, (const float *)label, {{ptr(dl)}});
-{% else %}
-result->loss = pockmcu_mse_grad_f32({{ptr(y)}}, {{y.size}}, (const float *)label, {{ptr(dl)}});
-{% endif %}"""
+        if y.dtype == "int8":
+            args = (Ptr(y.name), y.size, float(y.quant.s), y.quant.zp, "(const float *)label", Ptr(op.outputs[0]))
+        else:
+            args = (Ptr(y.name), y.size, "(const float *)label", Ptr(op.outputs[0]))
+        return Emission(calls=(Call(cg.kernel(op).function, args, assign="result->loss"),))
 
 
 @dataclass(frozen=True)
@@ -384,10 +372,8 @@ class XentLogitsGrad(OpDef):
         rt.loss = losses[0]
         return [np.stack(grads).astype(np.float64).reshape((len(rows),) + g.t(op.outputs[0]).shape[1:])]
 
-    def c_context(self, g, op, cg):
-        return dict(z=g.t(op.inputs[0]), dl=g.t(op.outputs[0]), classes=op.options.classes,
-                    scale=cg.float_lit(op.prepared.scale), table=cg.float_list(op.prepared.exp_table))
-
-    c_decls = "static const float {{n}}_exp[256] = {{ '{' }}{{table}}{{ '}' }};\n"
-    c_call = """\
-result->loss = {{kernel}}({{ptr(z)}}, {{classes}}, *(const int32_t *)label, {{scale}}, {{n}}_exp, {{ptr(dl)}});"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        table = Array("exp", "float", tuple(float(v) for v in op.prepared.exp_table))
+        return Emission(decls=(table,), calls=(Call(cg.kernel(op).function, (
+            Ptr(op.inputs[0]), op.options.classes, "*(const int32_t *)label", float(op.prepared.scale),
+            Local("exp", address=False), Ptr(op.outputs[0])), assign="result->loss"),))
