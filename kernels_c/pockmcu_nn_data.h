@@ -84,6 +84,101 @@ void pockmcu_slice_s8(const int8_t *src, int32_t outer, int32_t src_row, int32_t
  */
 void pockmcu_paste_s8(const int8_t *src, int32_t outer, int32_t dst_row, int32_t offset, int32_t chunk, int8_t *dst);
 
+/* ---- shape and data movement operators (TFLite TRANSPOSE, SLICE, STRIDED_SLICE, SPLIT, SPLIT_V, PACK,
+ * UNPACK, TILE, GATHER, CONCATENATION, DEPTH_TO_SPACE, SPACE_TO_DEPTH) and their gradients ----------- */
+
+/** The largest index-grid rank of the pockmcu_strided_* kernels (a rank-6 TILE needs 12). */
+#define POCKMCU_STRIDED_MAX_RANK 12
+
+/**
+ * @brief Copies an int8 index grid: output[sum_k i_k * out_stride[k]] = input[sum_k i_k * in_stride[k]].
+ *
+ * The grid of shape dims[0 .. rank) is walked in row-major order. Strides are in elements, may be
+ * negative (a reversed slice: the input pointer is then at the first element read, inside the tensor)
+ * or 0 (an element read again: TILE). Rows with both innermost strides 1 are one memcpy.
+ *
+ * @param[in]      input          First element read, int8.
+ * @param[in]      rank           Grid rank, 1 .. POCKMCU_STRIDED_MAX_RANK.
+ * @param[in]      dims           int32 [3 * rank]: the grid shape (dims[0 .. rank)), the input strides
+ *                                (dims[rank .. 2 rank)) and the output strides (dims[2 rank .. 3 rank)).
+ * @param[out]     output         First element written, int8.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS (nothing is written for an empty grid), or ARM_CMSIS_NN_ARG_ERROR for a
+ *         rank outside 1 .. POCKMCU_STRIDED_MAX_RANK or a negative grid dimension.
+ */
+arm_cmsis_nn_status pockmcu_strided_copy_s8(const int8_t *input, int32_t rank, const int32_t *dims, int8_t *output);
+
+/**
+ * @brief The float32 twin of pockmcu_strided_copy_s8: the input gradient of an injective data-movement
+ *        operator is its forward grid with the input and output strides swapped.
+ *
+ * @param[in]      input          First element read, float32.
+ * @param[in]      rank           Grid rank, 1 .. POCKMCU_STRIDED_MAX_RANK.
+ * @param[in]      dims           int32 [3 * rank]: grid shape, input strides, output strides.
+ * @param[out]     output         First element written, float32.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR as pockmcu_strided_copy_s8.
+ */
+arm_cmsis_nn_status pockmcu_strided_copy_f32(const float *input, int32_t rank, const int32_t *dims, float *output);
+
+/**
+ * @brief Accumulates a float32 index grid: output[sum_k i_k * out_stride[k]] += input[sum_k i_k * in_stride[k]].
+ *
+ * The input gradient of an operator that reads some input element more than once (TILE), into a
+ * gradient the caller zeroed; the additions happen in grid order.
+ *
+ * @param[in]      input          First element read, float32.
+ * @param[in]      rank           Grid rank, 1 .. POCKMCU_STRIDED_MAX_RANK.
+ * @param[in]      dims           int32 [3 * rank]: grid shape, input strides, output strides.
+ * @param[in,out]  output         First element accumulated into, float32.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR as pockmcu_strided_copy_s8.
+ */
+arm_cmsis_nn_status pockmcu_strided_add_f32(const float *input, int32_t rank, const int32_t *dims, float *output);
+
+/**
+ * @brief GATHER (batch_dims 0) of int8 rows by constant indices: output[o][p][:] = input[o][indices[p]][:].
+ *
+ * @param[in]      input          Input, int8 [outer][axis_size][inner] (axis_size: the gathered axis).
+ * @param[in]      outer          Product of the input dimensions before the axis.
+ * @param[in]      axis_size      Size of the gathered axis.
+ * @param[in]      inner          Product of the input dimensions after the axis.
+ * @param[in]      indices        int32 [count], each in [0, axis_size).
+ * @param[in]      count          Number of indices (the product of the indices' shape).
+ * @param[out]     output         Output, int8 [outer][count][inner].
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for an index outside [0, axis_size).
+ */
+arm_cmsis_nn_status pockmcu_gather_s8(const int8_t *input,
+                                      int32_t outer,
+                                      int32_t axis_size,
+                                      int32_t inner,
+                                      const int32_t *indices,
+                                      int32_t count,
+                                      int8_t *output);
+
+/**
+ * @brief Input gradient of GATHER (batch_dims 0), a scatter-add: grad_input is zeroed, then
+ *        grad_input[o][indices[p]][:] += grad_output[o][p][:] for p in order.
+ *
+ * @param[in]      grad_output    float32 [outer][count][inner].
+ * @param[in]      outer          Product of the input dimensions before the axis.
+ * @param[in]      axis_size      Size of the gathered axis.
+ * @param[in]      inner          Product of the input dimensions after the axis.
+ * @param[in]      indices        int32 [count], each in [0, axis_size).
+ * @param[in]      count          Number of indices.
+ * @param[out]     grad_input     float32 [outer][axis_size][inner].
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for an index outside [0, axis_size).
+ */
+arm_cmsis_nn_status pockmcu_gather_grad_f32(const float *grad_output,
+                                            int32_t outer,
+                                            int32_t axis_size,
+                                            int32_t inner,
+                                            const int32_t *indices,
+                                            int32_t count,
+                                            float *grad_input);
+
 #ifdef __cplusplus
 }
 #endif

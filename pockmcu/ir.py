@@ -122,7 +122,8 @@ class Graph:
                 kept.append(op)
                 needed.update(i for i in op.inputs if i)
         self.ops = kept[::-1]
-        used = needed | set(self.inputs)
+        # every output of a kept op stays, used or not (SPLIT / UNPACK outputs nobody reads)
+        used = needed | set(self.inputs) | {o for op in self.ops for o in op.outputs}
         self.tensors = {k: v for k, v in self.tensors.items() if k in used}
 
 

@@ -86,3 +86,9 @@ def choose(kind: str, default: str, numerics: str, features: frozenset = frozens
         raise PockError(f"internal: no {kind} kernel for numerics {numerics}, variant {variant!r}, "
                         f"features {sorted(features)}")
     return max(fits, key=lambda r: (len(r.features), r.numerics != "*"))
+
+# -- shape and data movement (pockmcu/ops/datamove.py, shape_ops.py, layout.py): rank > 4 as strided copies
+TABLE["TRANSPOSE"] = (_k("pockmcu_transpose_s8"), _k("pockmcu_strided_copy_s8", variant="strided"))
+TABLE["CONCATENATION"] = TABLE["CONCATENATION"] + (_k("pockmcu_strided_copy_s8", variant="strided"),)
+# the input gradient of a copy: copied back, or summed where the forward reads an element more than once
+TABLE["DATA_MOVE_GRAD"] = (_k("pockmcu_strided_copy_f32"), _k("pockmcu_strided_add_f32", variant="add"))

@@ -1,13 +1,18 @@
-"""Constant folding of shape arithmetic left in the graph by exporters."""
+"""Constant folding: shape arithmetic left in the graph by exporters (SHAPE -> STRIDED_SLICE -> PACK),
+data movement of constants (TRANSPOSE, SLICE, CONCATENATION, GATHER, ... of constant tensors) and
+constant-valued ops (FILL, ZEROS_LIKE) become constant tensors."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..ir import Graph
 from ..ops import REGISTRY
 
 
 def fold_constants(g: Graph) -> None:
-    """Replace every foldable op whose value is known at compile time by a constant tensor."""
+    """Replace every foldable op whose value is known at compile time by constant tensors (``fold``
+    returns the output's value, or a list of values for an op with several outputs)."""
     changed = True
     while changed:
         changed = False
@@ -18,7 +23,10 @@ def fold_constants(g: Graph) -> None:
             value = opdef.fold(g, op)
             if value is None:
                 continue
-            out = g.t(op.outputs[0])
-            out.data = value.astype(out.np_dtype).reshape(out.shape) if out.shape or value.size == 1 else value
+            values = value if isinstance(value, list) else [value]
+            for name, v in zip(op.outputs, values):
+                out = g.t(name)
+                v = np.asarray(v)
+                out.data = v.astype(out.np_dtype).reshape(out.shape) if out.shape or v.size == 1 else v
             g.ops.remove(op)
             changed = True

@@ -1,6 +1,5 @@
-"""Ops that only move bytes or change their signedness, added for ONNX models:
-TRANSPOSE (int8 axis permutation), UINT8_TO_INT8 and INT8_TO_UINT8 (the
-exact x ^ 0x80 at the edges of uint8 models).
+"""Ops that only move bytes or change their signedness: TRANSPOSE (int8 axis permutation, TFLite
+and ONNX), UINT8_TO_INT8 and INT8_TO_UINT8 (the exact x ^ 0x80 at the edges of uint8 ONNX models).
 
 The ONNX frontend keeps every activation NHWC inside; these ops appear only
 where a model's own layout or dtype must be honoured at an input or output,
@@ -14,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ccode import Call, Emission, Ptr
+from ..ccode import Array, Call, Emission, Local, Ptr, Struct, dims4
 from ..ir import Graph, Op
 from .base import OpDef, register
+from .datamove import CopyOp, Move, const_ints, contiguous_strides
 
 
 def perm4(perm) -> list[int]:
@@ -27,51 +27,63 @@ def perm4(perm) -> list[int]:
 
 @dataclass(frozen=True)
 class Permutation:
-    """TRANSPOSE's options: output axis k is input axis perm[k] (rank <= 4, perm[0] == 0)."""
+    """TRANSPOSE's options: output axis k is input axis perm[k] (None: the TFLite perm operand is not a
+    constant)."""
 
-    perm: tuple[int, ...] = ()
+    perm: tuple[int, ...] | None = ()
 
 
 @register
-class Transpose(OpDef):
-    """y = x.transpose(perm), int8, rank <= 4, the batch axis stays first (perm[0] == 0)."""
+class Transpose(CopyOp):
+    """y = x.transpose(perm), int8, rank <= 6 (TFLite Micro: 5), any permutation (the batch axis of a
+    batch-1 model too). Up to rank 4 ``pockmcu_transpose_s8``, above one strided copy. TFLite reads the
+    permutation from its constant second operand; ONNX gives it as an attribute."""
 
     kind = "TRANSPOSE"
+    tflite_ops = ("TRANSPOSE",)
     Options = Permutation
     kernel = "pockmcu_transpose_s8"
-    c_status = True
 
-    def check(self, g: Graph, op: Op) -> list[str]:
-        problems = super().check(g, op)
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        return "" if len(op.options.perm) <= 4 else "strided"
+
+    def parse_tflite(self, o, op: Op, tensors) -> Permutation:
+        perm = const_ints(tensors, op.inputs[1]) if len(op.inputs) > 1 else None
+        if perm is not None:
+            self.take_operands(op, 1)
+        return Permutation(perm=perm)
+
+    def shape_problems(self, g: Graph, op: Op) -> list[str]:
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        if op.options.perm is None:
+            return ["TRANSPOSE with a non-constant perm"]
         perm = list(op.options.perm)
         if sorted(perm) != list(range(len(x.shape))):
-            problems.append(f"perm {perm} is not a permutation of the {len(x.shape)} axes")
-        elif len(perm) > 4:
-            problems.append(f"TRANSPOSE of a rank-{len(perm)} tensor (at most 4)")
-        elif perm[0] != 0:
-            problems.append(f"TRANSPOSE {perm} moves the batch axis")
-        elif tuple(x.shape[p] for p in perm) != tuple(y.shape):
-            problems.append(f"output shape {list(y.shape)} is not {list(x.shape)} permuted by {perm}")
-        if not problems and (x.quant.s != y.quant.s or x.quant.zp != y.quant.zp):
-            problems.append("input and output quantization differ")
-        return problems
+            return [f"perm {perm} is not a permutation of the {len(x.shape)} axes"]
+        if tuple(x.shape[p] for p in perm) != tuple(y.shape):
+            return [f"output shape {list(y.shape)} is not {list(x.shape)} permuted by {perm}"]
+        return []
 
-    def reference(self, g: Graph, op: Op, xs, rt=None):
-        return [np.ascontiguousarray(xs[0].transpose(op.options.perm))]
+    def sample(self, g: Graph, op: Op, vals):
+        return [np.ascontiguousarray(np.transpose(vals[0], op.options.perm))]
+
+    def moves(self, g: Graph, op: Op) -> list[Move]:
+        x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
+        xs = contiguous_strides(x.shape)
+        return [Move(x.name, y.name, tuple(y.shape), tuple(xs[p] for p in op.options.perm),
+                     contiguous_strides(y.shape))]
 
     def describe(self, g: Graph, op: Op) -> str:
         return f"TRANSPOSE {list(op.options.perm)}: {list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}"
 
-    def c_context(self, g: Graph, op: Op, cg) -> dict:
-        return dict(x=g.t(op.inputs[0]), y=g.t(op.outputs[0]), perm=", ".join(map(str, perm4(op.options.perm))))
-
-    c_decls = """\
-static const cmsis_nn_dims {{n}}_input_dims = {{ dims(x.shape) }};
-static const int32_t {{n}}_perm[4] = {{ '{' }}{{perm}}{{ '}' }};
-"""
-    c_call = """\
-status = pockmcu_transpose_s8({{ptr(x)}}, &{{n}}_input_dims, {{n}}_perm, {{ptr(y)}});"""
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        if len(op.options.perm) > 4:
+            return super().emit(g, op, cg)
+        x, y = op.inputs[0], op.outputs[0]
+        return Emission(calls=(Call(cg.kernel(op).function, (Ptr(x), Local("input_dims"), Local("perm", address=False),
+                                                              Ptr(y)), status=True),),
+                        decls=(Struct("input_dims", "cmsis_nn_dims", dims4(g.t(x).shape)),
+                               Array("perm", "int32_t", tuple(perm4(op.options.perm)))))
 
 
 class _FlipSign(OpDef):
