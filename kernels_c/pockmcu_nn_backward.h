@@ -435,6 +435,72 @@ float pockmcu_logits_xent_grad_s8(const int8_t *logits,
                                   float scale,
                                   const float *exp_table,
                                   float *grad_logits);
+/* ---- reductions over any axes and resampling: gradients (float32) ---- */
+
+/**
+ * @brief Input gradient of MEAN or SUM over any axes: grad_input = grad_output / (float)divisor, broadcast.
+ *
+ * @param[in]      shape          int32 [5] as for pockmcu_reduce_sum_s8 (the forward's input folded).
+ * @param[in]      grad_output    Gradient w.r.t. the real output, float32 [outer][middle][inner].
+ * @param[in]      divisor        The number of inputs per output for MEAN, 1 for SUM.
+ * @param[out]     grad_input     Gradient w.r.t. the real input, float32, the forward input's layout.
+ */
+void pockmcu_reduce_broadcast_grad_f32(const int32_t *shape,
+                                       const float *grad_output,
+                                       int32_t divisor,
+                                       float *grad_input);
+
+/**
+ * @brief Input gradient of REDUCE_MAX / REDUCE_MIN: each output's gradient shared equally by the inputs equal
+ * to it, (g / ties) * (equal ? 1 : 0) in float32 (PyTorch's amax / amin backward).
+ *
+ * @param[in]      shape          int32 [5] as for pockmcu_reduce_sum_s8.
+ * @param[in]      input_data     The forward's saved input, int8.
+ * @param[in]      output_data    The forward's output, int8 [outer][middle][inner].
+ * @param[in]      grad_output    Gradient w.r.t. the real output, float32 [outer][middle][inner].
+ * @param[out]     grad_input     Gradient w.r.t. the real input, float32, the input's layout.
+ */
+void pockmcu_reduce_extremum_grad_f32(const int32_t *shape,
+                                      const int8_t *input_data,
+                                      const int8_t *output_data,
+                                      const float *grad_output,
+                                      float *grad_input);
+
+/**
+ * @brief Input gradient of RESIZE_NEAREST_NEIGHBOR: zero, then grad_input[n, rows[y], cols[x], c] +=
+ * grad_output[n, y, x, c] over the outputs in order (float32).
+ *
+ * @param[in]      input_dims     The forward's input shape [N, H, W, C].
+ * @param[in]      output_dims    The forward's output shape [N, OH, OW, C].
+ * @param[in]      rows           int32 [OH], the forward's source rows.
+ * @param[in]      cols           int32 [OW], the forward's source columns.
+ * @param[in]      grad_output    Gradient w.r.t. the real output, float32, NHWC.
+ * @param[out]     grad_input     Gradient w.r.t. the real input, float32, NHWC.
+ */
+void pockmcu_resize_nearest_grad_f32(const cmsis_nn_dims *input_dims,
+                                     const cmsis_nn_dims *output_dims,
+                                     const int32_t *rows,
+                                     const int32_t *cols,
+                                     const float *grad_output,
+                                     float *grad_input);
+
+/**
+ * @brief Input gradient of RESIZE_BILINEAR: the transposed interpolation with the forward's exact weights
+ * (products of 10-bit fractions over 2^20), accumulated over the outputs in order (float32).
+ *
+ * @param[in]      input_dims     The forward's input shape [N, H, W, C].
+ * @param[in]      output_dims    The forward's output shape [N, OH, OW, C].
+ * @param[in]      rows           int32 [3 OH], the forward's {y0, y1, fy}.
+ * @param[in]      cols           int32 [3 OW], the forward's {x0, x1, fx}.
+ * @param[in]      grad_output    Gradient w.r.t. the real output, float32, NHWC.
+ * @param[out]     grad_input     Gradient w.r.t. the real input, float32, NHWC.
+ */
+void pockmcu_resize_bilinear_grad_f32(const cmsis_nn_dims *input_dims,
+                                      const cmsis_nn_dims *output_dims,
+                                      const int32_t *rows,
+                                      const int32_t *cols,
+                                      const float *grad_output,
+                                      float *grad_input);
 
 #ifdef __cplusplus
 }

@@ -314,6 +314,95 @@ arm_cmsis_nn_status pockmcu_requantize_s8_u8(const int8_t *input_data,
                                              int32_t shift,
                                              int32_t output_offset,
                                              uint8_t *output_data);
+/* ---- reductions over any axes and resampling (MEAN / SUM / REDUCE_MAX / REDUCE_MIN, RESIZE_*) ---- */
+
+/**
+ * @brief int8 MEAN or SUM over any axes (TFLM QuantizedMeanOrSum), the axes folded into five groups.
+ *
+ * For each kept position the wrapped int32 sum of its inputs, minus input zero point * count, is
+ * requantized (MultiplyByQuantizedMultiplier), offset and clamped to [-128, 127]. MEAN passes TFLM's
+ * Eval-time multiplier (1 / count folded in, pockmcu.fixedpoint.mean_adjusted_multiplier), SUM the
+ * Prepare-time one.
+ *
+ * @param[in]      shape          int32 [5]: {outer, reduced0, middle, reduced1, inner}, all > 0: the input
+ *                                as kept, reduced, kept, reduced, kept axes (any axes of a rank <= 4 tensor).
+ * @param[in]      input_data     Input, int8, in that layout.
+ * @param[in]      input_offset   -input zero point.
+ * @param[in]      output_offset  Output zero point.
+ * @param[in]      multiplier     Requantization multiplier (MEAN: with 1 / count folded in).
+ * @param[in]      shift          Its shift (> 0: left).
+ * @param[out]     output_data    Output, int8 [outer][middle][inner].
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR if a group is <= 0.
+ */
+arm_cmsis_nn_status pockmcu_reduce_sum_s8(const int32_t *shape,
+                                          const int8_t *input_data,
+                                          int32_t input_offset,
+                                          int32_t output_offset,
+                                          int32_t multiplier,
+                                          int32_t shift,
+                                          int8_t *output_data);
+
+/**
+ * @brief int8 REDUCE_MAX over any axes (TFLM ReduceGeneric; input and output quantization equal).
+ *
+ * @param[in]      shape          int32 [5] as for pockmcu_reduce_sum_s8.
+ * @param[in]      input_data     Input, int8.
+ * @param[out]     output_data    Output, int8 [outer][middle][inner]: the largest of each reduced set.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR if a group is <= 0.
+ */
+arm_cmsis_nn_status pockmcu_reduce_max_s8(const int32_t *shape, const int8_t *input_data, int8_t *output_data);
+
+/**
+ * @brief int8 REDUCE_MIN over any axes (TFLM ReduceGeneric; input and output quantization equal).
+ *
+ * @param[in]      shape          int32 [5] as for pockmcu_reduce_sum_s8.
+ * @param[in]      input_data     Input, int8.
+ * @param[out]     output_data    Output, int8 [outer][middle][inner]: the smallest of each reduced set.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR if a group is <= 0.
+ */
+arm_cmsis_nn_status pockmcu_reduce_min_s8(const int32_t *shape, const int8_t *input_data, int8_t *output_data);
+
+/**
+ * @brief int8 RESIZE_NEAREST_NEIGHBOR from compile-time source indices (TFLM ResizeNearestNeighbor).
+ *
+ * @param[in]      input_dims     Input shape [N, H, W, C].
+ * @param[in]      input_data     Input, int8, NHWC.
+ * @param[in]      output_dims    Output shape [N, OH, OW, C].
+ * @param[in]      rows           int32 [OH]: the source row of each output row, in [0, H).
+ * @param[in]      cols           int32 [OW]: the source column of each output column, in [0, W).
+ * @param[out]     output_data    Output, int8, NHWC (same quantization as the input).
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR if N or C differ between input and output.
+ */
+arm_cmsis_nn_status pockmcu_resize_nearest_s8(const cmsis_nn_dims *input_dims,
+                                              const int8_t *input_data,
+                                              const cmsis_nn_dims *output_dims,
+                                              const int32_t *rows,
+                                              const int32_t *cols,
+                                              int8_t *output_data);
+
+/**
+ * @brief int8 RESIZE_BILINEAR, TFLM's integer path (ResizeBilinearInteger, 10-bit coordinates).
+ *
+ * @param[in]      input_dims     Input shape [N, H, W, C].
+ * @param[in]      input_data     Input, int8, NHWC.
+ * @param[in]      output_dims    Output shape [N, OH, OW, C].
+ * @param[in]      rows           int32 [3 OH]: {y0, y1, fy} per output row (TFLM's lower and upper source
+ *                                rows and input_y - 1024 y0), computed at compile time.
+ * @param[in]      cols           int32 [3 OW]: {x0, x1, fx} per output column.
+ * @param[out]     output_data    Output, int8, NHWC (same quantization as the input).
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR if N or C differ between input and output.
+ */
+arm_cmsis_nn_status pockmcu_resize_bilinear_s8(const cmsis_nn_dims *input_dims,
+                                               const int8_t *input_data,
+                                               const cmsis_nn_dims *output_dims,
+                                               const int32_t *rows,
+                                               const int32_t *cols,
+                                               int8_t *output_data);
 
 #ifdef __cplusplus
 }

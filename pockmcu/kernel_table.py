@@ -50,6 +50,8 @@ TABLE: dict[str, tuple[Kernel, ...]] = {
     "MEAN": (
         _k("pockmcu_mean_s8", "tflm"),
         _k("pockmcu_mean_ort_s8", "onnxruntime"),
+        # any other axes (pockmcu/ops/reduce.py): TFLM's same arithmetic over the five folded axis groups
+        _k("pockmcu_reduce_sum_s8", "tflm", "general"),
     ),
     # ONNX average pools and softmaxes that onnxruntime computes in float (emulated bit for bit)
     "AVERAGE_POOL_2D": (_k("arm_avgpool_s8"), _k("pockmcu_avgpool_ort_s8", variant="ort_float")),
