@@ -560,10 +560,10 @@ if pytest is not None:
 
     def test_graph_gradient_references_equal_torch():
         """The ops' numpy gradient references (what the reference trainer runs) against torch too."""
-        from pockmcu.ops.batch_matmul import BatchMatMulGradLhs, BatchMatMulGradRhs, MatMulGrad
-        from pockmcu.ir import Graph, Op, Quant, Tensor
-
         import torch
+
+        from pockmcu.ir import Graph, Op, Quant, Tensor
+        from pockmcu.ops.batch_matmul import BatchMatMulGradLhs, BatchMatMulGradRhs, MatMulGrad
 
         rng = np.random.default_rng(23)
         for _ in range(30):
@@ -592,6 +592,142 @@ if pytest is not None:
             assert rank >= 3
             np.testing.assert_allclose(dl.reshape(c["lhs"].shape), lt.grad.numpy(), rtol=1e-10, atol=1e-12)
             np.testing.assert_allclose(dr.reshape(c["rhs"].shape), rt.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+    FIXTURE_NAMES = ["tconv_3x3_s2_same_relu", "tconv_2x2_s2_valid_pertensor_nobias", "tconv_3x3_s1_same_odd",
+                     "tconv_4x3_s2x1_valid_cropped", "tconv_autoencoder", "bmm_adj_y_two_inputs",
+                     "bmm_adj_x_broadcast_rank5", "bmm_const_rhs", "attention_block"]
+
+    @pytest.mark.parametrize("name", FIXTURE_NAMES)
+    def test_fixture_host_reference_tflm(name, generated):
+        """The generated C (host simulation) = numpy reference = TFLite Micro, on random and on
+        extreme inputs (all -128, all 127)."""
+        from pockmcu.reference import run_reference
+        from pockmcu.sim import load
+
+        model = FIXTURES / f"{name}.tflite"
+        gen = generated(model)
+        xs = gen.inputs(6, seed=zlib.crc32(name.encode()))
+        for k, x in enumerate(xs):
+            x[0] = -128
+            x[1] = 127
+            x[2] = -128 if k % 2 else 127
+        want = tflm_run(model, *xs)
+        got = load(gen.out).invoke(*xs)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(run_reference(gen.compiled.graph, *xs)[0].reshape(want.shape), want)
+        assert len(np.unique(want)) > 3
+        kinds = {op.kind for op in gen.compiled.graph.ops}
+        assert kinds & {"TRANSPOSE_CONV", "BATCH_MATMUL"}
+
+    def test_refusals_are_one_line(tmp_path):
+        """What TFLite Micro or the kernel cannot run is refused with one line and exit 2: an int64 bias
+        on an int8 TRANSPOSE_CONV, a BATCH_MATMUL whose batch axes broadcast in three alternating groups."""
+        import tflite
+        from test_errors import pockmcu
+
+        b = _make_fixtures().TFLiteBuilder()
+        w = np.ones((3, 3, 3, 2), np.int8)
+        ins = [b.add_tensor("tconv0/output_shape", (4,), "int32", data=np.array([1, 8, 8, 3], np.int32)),
+               b.add_tensor("tconv0/weights", w.shape, "int8", [0.01], [0], data=w),
+               b.add_tensor("input", (1, 4, 4, 2), "int8", [0.02], [0]),
+               b.add_tensor("tconv0/bias", (3,), "int64", [0.0002], [0], data=np.arange(3))]
+        y = b.add_tensor("tconv0/out", (1, 8, 8, 3), "int8", [0.05], [0])
+        b.add_op("TRANSPOSE_CONV", ins, [y], "TransposeConvOptions", dict(Padding=tflite.Padding.SAME, StrideH=2,
+                                                                           StrideW=2))
+        b.set_io([ins[2]], [y])
+        (tmp_path / "t.tflite").write_bytes(b.serialize())
+        b = _make_fixtures().TFLiteBuilder()
+        lhs = b.add_tensor("lhs", (2, 1, 2, 3, 4), "int8", [0.1], [0])
+        rhs = b.add_tensor("rhs", (1, 3, 1, 4, 5), "int8", [0.1], [0])
+        y = b.add_tensor("bmm0/out", (2, 3, 2, 3, 5), "int8", [0.5], [0])
+        b.add_op("BATCH_MATMUL", [lhs, rhs], [y], "BatchMatMulOptions", dict(AdjX=False, AdjY=False))
+        b.set_io([lhs, rhs], [y])
+        (tmp_path / "b.tflite").write_bytes(b.serialize())
+        assert len(matmul_shapes((2, 1, 2, 3, 4), (1, 3, 1, 4, 5), False, False)[1]) == 3
+        for name, what in (("t", "int64"), ("b", "alternating groups")):
+            r = pockmcu("gen", tmp_path / f"{name}.tflite", "--ram", "256KB", "-o", tmp_path / name)
+            assert r.returncode == 2 and what in r.stderr, r.stderr
+            assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+    AUTOENCODER = FIXTURES / "tconv_autoencoder.tflite"
+    SPEC = {"bias": "all", "weights": [{"layer": 2, "ratio": 1.0}, {"layer": 3, "ratio": 0.5}, {"layer": 1, "ratio": 1.0}],
+            "optimizer": {"kind": "momentum", "lr": 0.05, "momentum": 0.5}, "batch": 2}
+
+    def _autoencoder(tmp_path, spec=SPEC):
+        from pockmcu.codegen import write_project
+        from pockmcu.compiler import TrainOptions, compile_model
+
+        c = compile_model(AUTOENCODER, ram=512 * 1024, train=TrainOptions(spec=json.dumps(spec), loss="mse"))
+        return c, write_project(c, tmp_path / "ae")
+
+    def _ae_data(n, seed):
+        from pockmcu.train import Data
+
+        rng = np.random.default_rng(seed)
+        x = rng.integers(-128, 128, (n, 8, 8, 3)).astype(np.int8)
+        target = (0.02 * x.astype(np.float32)).astype(np.float32)      # reconstruct the input
+        return Data(x, target)
+
+    def test_autoencoder_training_c_equals_reference(tmp_path):
+        """The decoder's TRANSPOSE_CONV weights (one fully, one on half its input channels) and biases and
+        the encoder's last conv train (momentum, batch 2, MSE), 6 steps: generated C and numpy reference
+        end with the same parameter bytes and losses; the TRANSPOSE_CONV weights moved."""
+        from pockmcu.train import HostTrainer
+        from pockmcu.training import params
+        from pockmcu.training.reference import ReferenceTrainer
+
+        c, out = _autoencoder(tmp_path)
+        kinds = [op.kind for op in c.train.schedule]
+        assert kinds.count("TRANSPOSE_CONV_WGRAD_UPDATE") == 2 and "TRANSPOSE_CONV_GRAD_INPUT" in kinds
+        assert "CONV_2D_WGRAD_UPDATE" in kinds
+        data = _ae_data(6, seed=4)
+        host = HostTrainer(out)
+        host.init(3)
+        ref = ReferenceTrainer(c.train, seed=3)
+        for i in range(6):
+            loss_c, _, _ = host.step(data.x[i], data.y[i])
+            loss_ref = ref.step(data.x[i], data.y[i])
+            assert abs(loss_c - loss_ref) <= 1e-5 * max(1.0, abs(loss_ref)), (i, loss_c, loss_ref)
+        layout = params.entries(c.train)
+        got = params.expand(layout, host.params(), {t: c.graph.t(t).data for t in c.train.trainable_tensors})
+        for t, want in ref.params().items():
+            np.testing.assert_array_equal(got[t], want, err_msg=t)
+        tconvs = [op for op in c.graph.ops if op.kind == "TRANSPOSE_CONV"]
+        for op in tconvs:
+            w = op.inputs[1]
+            assert (got[w] != c.graph.t(w).data).any(), f"{op.name} weights did not move"
+        half = c.graph.t(tconvs[1].inputs[1])
+        k = -(-half.shape[-1] // 2)
+        np.testing.assert_array_equal(got[half.name][..., k:], half.data[..., k:])   # frozen channels stay
+
+    def test_autoencoder_training_lowers_loss(tmp_path):
+        """A few host epochs of the decoder on a fixed reconstruction set lower the MSE."""
+        from pockmcu.train import HostTrainer
+
+        spec = {"bias": "all", "weights": "all", "optimizer": {"kind": "momentum", "lr": 0.02, "momentum": 0.9}}
+        _, out = _autoencoder(tmp_path, spec)
+        data = _ae_data(16, seed=9)
+        host = HostTrainer(out)
+        host.init(1)
+        losses = []
+        for _ in range(8):
+            losses.append(np.mean([host.step(data.x[i], data.y[i])[0] for i in range(len(data.x))]))
+        assert losses[-1] < 0.9 * losses[0] and losses[-1] == min(losses), losses
+
+    def test_autoencoder_training_on_qemu_equals_host(tmp_path):
+        """One epoch of 8 samples on QEMU (Cortex-M4, FPv4) leaves the host's parameter bytes."""
+        from pockmcu.train import HostTrainer, train_on_target
+        from pockmcu.training import params
+
+        c, out = _autoencoder(tmp_path)
+        data = _ae_data(8, seed=6)
+        host = HostTrainer(out)
+        host.train(data, epochs=1, seed=5, log=lambda *_: None)
+        _, raw_dev, _ = train_on_target(out, "qemu-m4", data, epochs=1, seed=5, log=lambda *_: None)
+        assert raw_dev == host.params()
+        initial = params.pack(params.entries(c.train), {t: c.graph.t(t).data for t in c.train.trainable_tensors})
+        assert raw_dev != initial
 
 
 if __name__ == "__main__":
