@@ -596,7 +596,7 @@ if pytest is not None:
 
     FIXTURE_NAMES = ["tconv_3x3_s2_same_relu", "tconv_2x2_s2_valid_pertensor_nobias", "tconv_3x3_s1_same_odd",
                      "tconv_4x3_s2x1_valid_cropped", "tconv_autoencoder", "bmm_adj_y_two_inputs",
-                     "bmm_adj_x_broadcast_rank5", "bmm_const_rhs", "attention_block"]
+                     "bmm_adj_x_broadcast_rank5", "bmm_const_rhs", "attention_block", "bmm_gram_train"]
 
     @pytest.mark.parametrize("name", FIXTURE_NAMES)
     def test_fixture_host_reference_tflm(name, generated):
@@ -728,6 +728,42 @@ if pytest is not None:
         assert raw_dev == host.params()
         initial = params.pack(params.entries(c.train), {t: c.graph.t(t).data for t in c.train.trainable_tensors})
         assert raw_dev != initial
+
+
+    def test_training_through_batch_matmul_c_equals_reference(tmp_path):
+        """conv0 -> RESHAPE -> Gram matrix (BATCH_MATMUL of one activation with itself, adj_x) -> BATCH_MATMUL
+        with a constant: the conv before them trains (SGD with momentum, MSE), 5 steps; the gradient reaches
+        it through both operands of the Gram product (summed) and the constant product; generated C and
+        numpy reference end with the same parameter bytes, and the conv weights moved."""
+        from pockmcu.codegen import write_project
+        from pockmcu.compiler import TrainOptions, compile_model
+        from pockmcu.train import HostTrainer
+        from pockmcu.training import params
+        from pockmcu.training.reference import ReferenceTrainer
+
+        spec = {"bias": "all", "weights": "all", "optimizer": {"kind": "momentum", "lr": 0.05, "momentum": 0.5}}
+        c = compile_model(FIXTURES / "bmm_gram_train.tflite", ram=512 * 1024,
+                          train=TrainOptions(spec=json.dumps(spec), loss="mse"))
+        kinds = [op.kind for op in c.train.schedule]
+        assert kinds.count("BATCH_MATMUL_GRAD_LHS") == 2 and kinds.count("BATCH_MATMUL_GRAD_RHS") == 1
+        assert "ADD_F32" in kinds and "CONV_2D_WGRAD_UPDATE" in kinds
+        out = write_project(c, tmp_path / "gram")
+        rng = np.random.default_rng(8)
+        host = HostTrainer(out)
+        host.init(3)
+        ref = ReferenceTrainer(c.train, seed=3)
+        for _ in range(5):
+            x = rng.integers(-128, 128, (4, 4, 3)).astype(np.int8)
+            target = rng.standard_normal((6, 4)).astype(np.float32)
+            loss_c, _, _ = host.step(x, target)
+            loss_ref = ref.step(x, target)
+            assert abs(loss_c - loss_ref) <= 1e-5 * max(1.0, abs(loss_ref)), (loss_c, loss_ref)
+        got = params.expand(params.entries(c.train), host.params(),
+                            {t: c.graph.t(t).data for t in c.train.trainable_tensors})
+        for t, want in ref.params().items():
+            np.testing.assert_array_equal(got[t], want, err_msg=t)
+        w = c.graph.ops[0].inputs[1]
+        assert (got[w] != c.graph.t(w).data).any(), "no gradient reached conv0 through BATCH_MATMUL"
 
 
 if __name__ == "__main__":
