@@ -171,9 +171,8 @@ class BatchMatMul(OpDef):
         return [out.reshape((-1,) + tuple(y.shape[1:]))]
 
     def macs(self, g: Graph, op: Op) -> int:
-        p = op.prepared
-        depth = p.lhs_dims[2] if op.options.adj_x else p.lhs_dims[3]
-        return int(np.prod(p.out_dims)) * depth
+        shapes = matmul_shapes(g.t(op.inputs[0]).shape, g.t(op.inputs[1]).shape, op.options.adj_x, op.options.adj_y)
+        return 0 if isinstance(shapes, str) else int(np.prod(shapes[0])) * shapes[3]
 
     def describe(self, g: Graph, op: Op) -> str:
         a = op.options
