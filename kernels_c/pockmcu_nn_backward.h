@@ -501,6 +501,150 @@ void pockmcu_resize_bilinear_grad_f32(const cmsis_nn_dims *input_dims,
                                       const int32_t *cols,
                                       const float *grad_output,
                                       float *grad_input);
+/* ---- TRANSPOSE_CONV and BATCH_MATMUL gradients (issue 12) --------------------------------------- */
+
+/**
+ * @brief Input gradient of a transpose convolution (float32): a convolution of the output gradient.
+ *
+ * grad_input[n,iy,ix,c] = sum over (ky, kx, o), oy = iy*stride_h - pad_h + ky and ox = ix*stride_w - pad_w + kx
+ * inside the output, of grad_output[n,oy,ox,o] * filter_scale[o] * filter[o,ky,kx,c]; each element sums from +0
+ * over (ky, kx, o) ascending, terms (grad_output * filter_scale) * (float)filter, zero scaled gradients skipped.
+ *
+ * @param[in]      conv_params    The forward layer's parameters (stride, padding read).
+ * @param[in]      input_dims     Forward input shape [N, H, W, C_IN] (the gradient's shape).
+ * @param[in]      filter_dims    Filter shape [C_OUT, KH, KW, C_IN].
+ * @param[in]      filter         Filter, int8, OHWI.
+ * @param[in]      filter_scale   Weight scale per output channel, float32 [C_OUT].
+ * @param[in]      output_dims    Forward output shape [N, OH, OW, C_OUT].
+ * @param[in]      grad_output    Output gradient, float32.
+ * @param[out]     grad_input     Input gradient, float32, fully written.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for a stride < 1 or mismatched dimensions.
+ */
+arm_cmsis_nn_status pockmcu_transpose_conv_grad_input_f32(const cmsis_nn_conv_params *conv_params,
+                                                          const cmsis_nn_dims *input_dims,
+                                                          const cmsis_nn_dims *filter_dims,
+                                                          const int8_t *filter,
+                                                          const float *filter_scale,
+                                                          const cmsis_nn_dims *output_dims,
+                                                          const float *grad_output,
+                                                          float *grad_input);
+
+/**
+ * @brief Weight gradient of a transpose convolution fused with the int8 weight update.
+ *
+ * Per output channel o: G[ky][kx][c'] = sum over (n, iy, ix) ascending of grad_output[n,oy,ox,o] *
+ * (float)(input[n,iy,ix,c'] + input_offset) (oy, ox as in pockmcu_transpose_conv_grad_input_f32), then
+ * pockmcu_update_s8 on filter[o][ky][kx][channel_begin ..] with coef[o], taps ascending.
+ *
+ * @param[in]      ctx            Scratch: pockmcu_transpose_conv_wgrad_update_s8_get_buffer_size() bytes.
+ * @param[in]      conv_params    The forward layer's parameters (input_offset, stride, padding read).
+ * @param[in]      input_dims     Saved input shape [N, H, W, k]: channels [channel_begin, channel_begin + k).
+ * @param[in]      input          Saved input, int8.
+ * @param[in]      filter_dims    Full filter shape [C_OUT, KH, KW, C_IN].
+ * @param[in,out]  filter         Trainable filter, int8, OHWI (RAM), updated in place.
+ * @param[in]      channel_begin  First trained input channel.
+ * @param[in]      output_dims    Forward output shape [N, OH, OW, C_OUT].
+ * @param[in]      grad_output    Output gradient, float32.
+ * @param[in]      coef           Per output channel factor from the raw sums to stored-integer units.
+ * @param[in,out]  accum          Batch accumulator (C_OUT*KH*KW*k floats) or NULL.
+ * @param[in,out]  velocity       Momentum state (C_OUT*KH*KW*k floats) or NULL.
+ * @param[in]      opt            Optimizer (learning rate, momentum, batch, apply).
+ * @param[in,out]  rng            xorshift32 state of this tensor.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for a missing or short scratch buffer, a stride < 1 or
+ *         a channel range outside C_IN.
+ */
+arm_cmsis_nn_status pockmcu_transpose_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
+                                                           const cmsis_nn_conv_params *conv_params,
+                                                           const cmsis_nn_dims *input_dims,
+                                                           const int8_t *input,
+                                                           const cmsis_nn_dims *filter_dims,
+                                                           int8_t *filter,
+                                                           int32_t channel_begin,
+                                                           const cmsis_nn_dims *output_dims,
+                                                           const float *grad_output,
+                                                           const float *coef,
+                                                           float *accum,
+                                                           float *velocity,
+                                                           const pockmcu_optimizer *opt,
+                                                           uint32_t *rng);
+
+/**
+ * @brief Scratch bytes of pockmcu_transpose_conv_wgrad_update_s8: KH * KW * k floats.
+ *
+ * @param[in]      input_dims     Saved input shape [N, H, W, k].
+ * @param[in]      filter_dims    Filter shape [C_OUT, KH, KW, C_IN].
+ *
+ * @return The buffer size in bytes.
+ */
+int32_t pockmcu_transpose_conv_wgrad_update_s8_get_buffer_size(const cmsis_nn_dims *input_dims,
+                                                               const cmsis_nn_dims *filter_dims);
+
+/**
+ * @brief Gradient of BATCH_MATMUL with respect to its lhs (float32).
+ *
+ * With L, R and the batches as in pockmcu_batch_matmul_s8 and R real = rhs_scale * (rhs + rhs_offset):
+ * dL[i,k] = sum over j of grad_output[i,j] * R[k,j], summed over the output batches that read the same lhs
+ * batch (broadcasting). grad_lhs (lhs_dims, stored layout: transposed when adj_x) is zeroed, then for each
+ * output batch (b0, b1 ascending), i, k: s = sum over j ascending from +0 of grad_output * (float)(rhs +
+ * rhs_offset); grad_lhs += s * rhs_scale.
+ *
+ * @param[in]      adj_x          As for pockmcu_batch_matmul_s8.
+ * @param[in]      adj_y          As for pockmcu_batch_matmul_s8.
+ * @param[in]      lhs_dims       lhs shape as stored.
+ * @param[in]      rhs_dims       rhs shape as stored.
+ * @param[in]      rhs            rhs, int8 (the forward's operand).
+ * @param[in]      rhs_scale      rhs scale.
+ * @param[in]      rhs_offset     -rhs zero point.
+ * @param[in]      output_dims    Output shape {B0, B1, ROWS, COLS}.
+ * @param[in]      grad_output    Output gradient, float32.
+ * @param[out]     grad_lhs       lhs gradient, float32, fully written.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for dimensions that do not match.
+ */
+arm_cmsis_nn_status pockmcu_batch_matmul_grad_lhs_f32(int32_t adj_x,
+                                                      int32_t adj_y,
+                                                      const cmsis_nn_dims *lhs_dims,
+                                                      const cmsis_nn_dims *rhs_dims,
+                                                      const int8_t *rhs,
+                                                      float rhs_scale,
+                                                      int32_t rhs_offset,
+                                                      const cmsis_nn_dims *output_dims,
+                                                      const float *grad_output,
+                                                      float *grad_lhs);
+
+/**
+ * @brief Gradient of BATCH_MATMUL with respect to its rhs (float32).
+ *
+ * dR[k,j] = sum over i of L[i,k] * grad_output[i,j] (L real = lhs_scale * (lhs + lhs_offset)), summed over the
+ * output batches that read the same rhs batch. grad_rhs (stored layout: transposed when adj_y) is zeroed, then
+ * for each output batch (ascending), k, j: s = sum over i ascending from +0 of (float)(lhs + lhs_offset) *
+ * grad_output; grad_rhs += s * lhs_scale.
+ *
+ * @param[in]      adj_x          As for pockmcu_batch_matmul_s8.
+ * @param[in]      adj_y          As for pockmcu_batch_matmul_s8.
+ * @param[in]      lhs_dims       lhs shape as stored.
+ * @param[in]      lhs            lhs, int8 (the forward's operand).
+ * @param[in]      lhs_scale      lhs scale.
+ * @param[in]      lhs_offset     -lhs zero point.
+ * @param[in]      rhs_dims       rhs shape as stored.
+ * @param[in]      output_dims    Output shape {B0, B1, ROWS, COLS}.
+ * @param[in]      grad_output    Output gradient, float32.
+ * @param[out]     grad_rhs       rhs gradient, float32, fully written.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for dimensions that do not match.
+ */
+arm_cmsis_nn_status pockmcu_batch_matmul_grad_rhs_f32(int32_t adj_x,
+                                                      int32_t adj_y,
+                                                      const cmsis_nn_dims *lhs_dims,
+                                                      const int8_t *lhs,
+                                                      float lhs_scale,
+                                                      int32_t lhs_offset,
+                                                      const cmsis_nn_dims *rhs_dims,
+                                                      const cmsis_nn_dims *output_dims,
+                                                      const float *grad_output,
+                                                      float *grad_rhs);
 
 #ifdef __cplusplus
 }

@@ -403,6 +403,74 @@ arm_cmsis_nn_status pockmcu_resize_bilinear_s8(const cmsis_nn_dims *input_dims,
                                                const int32_t *rows,
                                                const int32_t *cols,
                                                int8_t *output_data);
+/* ---- TRANSPOSE_CONV and BATCH_MATMUL (issue 12: decoders and attention) ------------------------- */
+
+/**
+ * @brief int8 transpose convolution (TFLite TRANSPOSE_CONV), bit-exact with TFLite Micro's
+ *        reference_integer_ops::TransposeConv.
+ *
+ * output[n,oy,ox,o] = clamp(requantize(sum of (input[n,iy,ix,c] + input_offset) * filter[o,ky,kx,c] over the
+ * taps with oy = iy*stride_h - pad_h + ky, ox = ix*stride_w - pad_w + kx, + bias[o]) + output_offset), the
+ * int32 sum wrapping as TFLM's. Computed by gathering (no scratch buffer, no size query).
+ *
+ * @param[in]      conv_params    input_offset (-input zero point), output_offset (output zero point), stride,
+ *                                padding (TFLM's top/left padding_values), activation (clamp); dilation not read.
+ * @param[in]      quant_params   multiplier[C_OUT], shift[C_OUT]: QuantizeMultiplier of s_in * s_w[o] / s_out.
+ * @param[in]      input_dims     Input shape [N, H, W, C_IN].
+ * @param[in]      input_data     Input, int8, NHWC.
+ * @param[in]      filter_dims    Filter shape [C_OUT, KH, KW, C_IN].
+ * @param[in]      filter_data    Filter, int8, OHWI, symmetric (zero point 0).
+ * @param[in]      bias_dims      Bias shape; not read.
+ * @param[in]      bias_data      Bias, int32 [C_OUT], or NULL for none.
+ * @param[in]      output_dims    Output shape [N, OH, OW, C_OUT] (any size: taps outside it are dropped).
+ * @param[out]     output_data    Output, int8, NHWC.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for a stride < 1 or mismatched dimensions.
+ */
+arm_cmsis_nn_status pockmcu_transpose_conv_s8(const cmsis_nn_conv_params *conv_params,
+                                              const cmsis_nn_per_channel_quant_params *quant_params,
+                                              const cmsis_nn_dims *input_dims,
+                                              const int8_t *input_data,
+                                              const cmsis_nn_dims *filter_dims,
+                                              const int8_t *filter_data,
+                                              const cmsis_nn_dims *bias_dims,
+                                              const int32_t *bias_data,
+                                              const cmsis_nn_dims *output_dims,
+                                              int8_t *output_data);
+
+/**
+ * @brief int8 batched matrix product (TFLite BATCH_MATMUL), bit-exact with TFLite Micro's
+ *        reference_ops::BatchMatMul for int8.
+ *
+ * output[b0,b1,i,j] = clamp(requantize(sum over k of (L[i,k] + input_offset) * (R[k,j] + filter_offset)) +
+ * output_offset), the int32 sum wrapping, with L the lhs matrix of batch (b0, b1) (its transpose as stored when
+ * adj_x) and R the rhs matrix (its transpose as stored when adj_y). A batch dimension of 1 in an operand is
+ * broadcast. No scratch buffer.
+ *
+ * @param[in]      fc_params      input_offset (-lhs zero point), filter_offset (-rhs zero point), output_offset
+ *                                (output zero point), activation (clamp).
+ * @param[in]      adj_x          Nonzero: lhs is stored [B0, B1, K, ROWS] (transposed).
+ * @param[in]      adj_y          Nonzero: rhs is stored [B0, B1, COLS, K] (transposed).
+ * @param[in]      quant_params   multiplier, shift: QuantizeMultiplier of s_lhs * s_rhs / s_out.
+ * @param[in]      lhs_dims       lhs shape as stored {B0 or 1, B1 or 1, ROWS, K} ({.., K, ROWS} when adj_x).
+ * @param[in]      lhs            lhs, int8.
+ * @param[in]      rhs_dims       rhs shape as stored {B0 or 1, B1 or 1, K, COLS} ({.., COLS, K} when adj_y).
+ * @param[in]      rhs            rhs, int8.
+ * @param[in]      output_dims    Output shape {B0, B1, ROWS, COLS}.
+ * @param[out]     output         Output, int8.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS, or ARM_CMSIS_NN_ARG_ERROR for dimensions that do not match.
+ */
+arm_cmsis_nn_status pockmcu_batch_matmul_s8(const cmsis_nn_fc_params *fc_params,
+                                            int32_t adj_x,
+                                            int32_t adj_y,
+                                            const cmsis_nn_per_tensor_quant_params *quant_params,
+                                            const cmsis_nn_dims *lhs_dims,
+                                            const int8_t *lhs,
+                                            const cmsis_nn_dims *rhs_dims,
+                                            const int8_t *rhs,
+                                            const cmsis_nn_dims *output_dims,
+                                            int8_t *output);
 
 #ifdef __cplusplus
 }

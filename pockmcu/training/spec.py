@@ -35,7 +35,7 @@ from ..errors import PockError
 from ..ir import Graph, Op
 from ..ops.base import operand
 
-PARAM_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
+PARAM_KINDS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV")
 #: The optimizer when the spec names none. Without --update at all, gen searches for the update
 #: under --ram (pockmcu/search.py); DEFAULT_SPEC is what read_spec(None) gives a library caller.
 DEFAULT_OPTIMIZER = {"kind": "sgd", "lr": 0.001, "momentum": 0.0}
