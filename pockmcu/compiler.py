@@ -52,9 +52,9 @@ def unsupported(g: Graph) -> list[str]:
             problems.append(f"{op.kind} '{op.name}' ({op.location.split(' (')[0]}): {p}")
     for name in g.inputs + g.outputs:
         t = g.t(name)
-        if len(t.shape) >= 2 and t.shape[0] != 1:
-            problems.append(f"model {'input' if name in g.inputs else 'output'} '{name}' has batch {t.shape[0]} "
-                            f"(shape {list(t.shape)}); pockmcu runs one sample at a time: re-export with batch 1")
+        if name in g.inputs and len(t.shape) >= 2 and t.shape[0] != 1:
+            problems.append(f"model input '{name}' has batch {t.shape[0]} (shape {list(t.shape)}); pockmcu runs "
+                            "one sample at a time: re-export with batch 1")
         if t.dtype not in ("int8", "uint8", "float32"):
             problems.append(f"model {'input' if name in g.inputs else 'output'} '{name}' is {t.dtype} "
                             "(int8, uint8 or float32 only)")
