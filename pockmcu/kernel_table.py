@@ -64,6 +64,8 @@ TABLE: dict[str, tuple[Kernel, ...]] = {
     # stride 1, written over its output gradient: row by row with a ring of rows as scratch
     "DEPTHWISE_CONV_2D_GRAD_INPUT": (_k("pockmcu_depthwise_conv_grad_input_f32"),
                                      _k("pockmcu_depthwise_conv_grad_input_rows_f32", variant="in_place")),
+    # ADD of equal shapes: CMSIS-NN's kernel; broadcasting shapes: pockmcu's (same arithmetic)
+    "ADD": (_k("arm_elementwise_add_s8"), _k("pockmcu_add_broadcast_s8", variant="broadcast")),
 }
 
 
