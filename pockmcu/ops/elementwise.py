@@ -19,8 +19,7 @@ from .. import fixedpoint as fp
 from ..ccode import Array, Call, Emission, Local, Ptr
 from ..ir import Graph, Op
 from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, register
-from .binary import (add_reduced_grad, broadcast_problems, broadcast_window, dims15, operand_values,
-                     same_shape_inputs)
+from .binary import add_reduced_grad, broadcast_problems, broadcast_window, dims15, operand_values, same_shape_inputs
 
 
 @dataclass(frozen=True)
