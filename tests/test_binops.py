@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES
 
 REPO = Path(__file__).resolve().parents[1]

@@ -479,7 +479,8 @@ def tanh_s8(x, q: dict) -> np.ndarray:
     v = fp.i64(x) - q["input_zero_point"]
     r = q["input_range_radius"]
     inside = np.clip(v, -r + 1, r - 1) if r > 0 else np.zeros_like(v)
-    q4 = fp.multiply_by_quantized_multiplier(inside, q["input_multiplier"], q["input_left_shift"])
+    # from a left shift of 31 on the radius is 0 and no input reaches the multiply
+    q4 = fp.multiply_by_quantized_multiplier(inside, q["input_multiplier"], min(q["input_left_shift"], 31))
     out = np.clip(fp.rounding_divide_by_pot(tanh_fixed(q4), 24), -128, 127)
     return np.where(v <= -r, -128, np.where(v >= r, 127, out)).astype(np.int8)
 
@@ -506,8 +507,10 @@ class Tanh(OpDef):
         if abs(y.quant.s - 1 / 128) > 1e-9 or y.quant.zp != 0:
             return [f"output '{y.name}' must have scale 1/128 and zero point 0 (has {y.quant.s}, {y.quant.zp}); "
                     "TFLite Micro's int8 TANH writes that"]
-        if fp.logistic_params(g.t(op.inputs[0]).quant.s, 0)["input_left_shift"] < -31:
-            return ["input scale below 2^-58"]
+        if fp.logistic_params(g.t(op.inputs[0]).quant.s, 0)["input_left_shift"] < 0:
+            # CalculateInputRadius shifts by the negative exponent: undefined in C++, target-dependent
+            return [f"input scale {g.t(op.inputs[0]).quant.s:.3g} is below 2^-28, where TFLite Micro's int8 TANH "
+                    "is undefined; requantize the model"]
         return []
 
     def prepare(self, g: Graph, op: Op) -> TanhData:
