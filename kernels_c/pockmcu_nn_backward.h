@@ -645,6 +645,175 @@ arm_cmsis_nn_status pockmcu_batch_matmul_grad_rhs_f32(int32_t adj_x,
                                                       const cmsis_nn_dims *output_dims,
                                                       const float *grad_output,
                                                       float *grad_rhs);
+/* ---- gradients of the binary and unary element-wise ops (pockmcu/ops/binary.py, unary.py) -------------- */
+
+/**
+ * @brief Input gradient of ADD / SUB with broadcasting: coef * grad_output summed over the input's broadcast axes.
+ *
+ * @param[in]      grad_output    Output gradient, float32, the output's shape.
+ * @param[in]      dims           15 values: the output shape as 5 dimensions (leading 1s), then the element
+ *                                strides of this input (0 on its broadcast axes), then the other input's (not
+ *                                read).
+ * @param[in]      coef           1 (ADD, SUB's first input) or -1 (SUB's second input).
+ * @param[in]      input_size     Elements of the input.
+ * @param[out]     grad_input     Input gradient, float32 [input_size]: zeroed, then each output element's term
+ *                                added in row-major output order. Must not overlap grad_output.
+ */
+void pockmcu_broadcast_grad_f32(const float *grad_output,
+                                const int32_t *dims,
+                                float coef,
+                                int32_t input_size,
+                                float *grad_input);
+
+/**
+ * @brief Input gradient of MUL: grad_output times the other input's real value, summed over broadcast axes.
+ *
+ * @param[in]      grad_output      Output gradient, float32, the output's shape.
+ * @param[in]      other            The other input, int8 (saved forward input or constant).
+ * @param[in]      dims             15 values: output shape, this input's strides, the other input's strides.
+ * @param[in]      other_scale      Scale of the other input.
+ * @param[in]      other_zero_point Its zero point.
+ * @param[in]      input_size       Elements of this input.
+ * @param[out]     grad_input       Input gradient, float32 [input_size] (zeroed, then summed in output order);
+ *                                  must not overlap grad_output.
+ */
+void pockmcu_mul_grad_f32(const float *grad_output,
+                          const int8_t *other,
+                          const int32_t *dims,
+                          float other_scale,
+                          int32_t other_zero_point,
+                          int32_t input_size,
+                          float *grad_input);
+
+/**
+ * @brief Input gradient of SQUARED_DIFFERENCE: grad_output * (2 (x - o)), x this input's real value and o the
+ *        other's, summed over broadcast axes.
+ *
+ * @param[in]      grad_output      Output gradient, float32, the output's shape.
+ * @param[in]      input            This input, int8 (saved).
+ * @param[in]      other            The other input, int8.
+ * @param[in]      dims             15 values: output shape, this input's strides, the other input's strides.
+ * @param[in]      input_scale      Scale of this input.
+ * @param[in]      input_zero_point Its zero point.
+ * @param[in]      other_scale      Scale of the other input.
+ * @param[in]      other_zero_point Its zero point.
+ * @param[in]      input_size       Elements of this input.
+ * @param[out]     grad_input       Input gradient, float32 [input_size] (zeroed, then summed in output order);
+ *                                  must not overlap grad_output.
+ */
+void pockmcu_squared_difference_grad_f32(const float *grad_output,
+                                         const int8_t *input,
+                                         const int8_t *other,
+                                         const int32_t *dims,
+                                         float input_scale,
+                                         int32_t input_zero_point,
+                                         float other_scale,
+                                         int32_t other_zero_point,
+                                         int32_t input_size,
+                                         float *grad_input);
+
+/**
+ * @brief Input gradient of MAXIMUM: grad_output where this input's real value is the larger, half of it on a
+ *        tie, summed over broadcast axes. Arguments as pockmcu_squared_difference_grad_f32.
+ */
+void pockmcu_maximum_grad_f32(const float *grad_output,
+                              const int8_t *input,
+                              const int8_t *other,
+                              const int32_t *dims,
+                              float input_scale,
+                              int32_t input_zero_point,
+                              float other_scale,
+                              int32_t other_zero_point,
+                              int32_t input_size,
+                              float *grad_input);
+
+/**
+ * @brief Input gradient of MINIMUM: grad_output where this input's real value is the smaller, half of it on a
+ *        tie, summed over broadcast axes. Arguments as pockmcu_squared_difference_grad_f32.
+ */
+void pockmcu_minimum_grad_f32(const float *grad_output,
+                              const int8_t *input,
+                              const int8_t *other,
+                              const int32_t *dims,
+                              float input_scale,
+                              int32_t input_zero_point,
+                              float other_scale,
+                              int32_t other_zero_point,
+                              int32_t input_size,
+                              float *grad_input);
+
+/**
+ * @brief Input gradient of LEAKY_RELU: grad_output where input > zero point, grad_output * alpha elsewhere.
+ *
+ * @param[in]      input            Saved forward input, int8 [size].
+ * @param[in]      size             Number of elements.
+ * @param[in]      input_zero_point Input zero point.
+ * @param[in]      alpha            The slope below 0 (float32).
+ * @param[in]      grad_output      Output gradient, float32 [size].
+ * @param[out]     grad_input       Input gradient, float32 [size]; may be grad_output.
+ */
+void pockmcu_leaky_relu_grad_f32(const int8_t *input,
+                                 int32_t size,
+                                 int32_t input_zero_point,
+                                 float alpha,
+                                 const float *grad_output,
+                                 float *grad_input);
+
+/**
+ * @brief Input gradient of PRELU (alpha constant, broadcast): grad_output where input > zero point, else
+ *        alpha's real value times grad_output.
+ *
+ * @param[in]      input            Saved forward input, int8, the output's shape.
+ * @param[in]      alpha            Alpha, int8.
+ * @param[in]      dims             15 values: the output shape, the input's strides (not read), alpha's strides.
+ * @param[in]      input_zero_point Input zero point.
+ * @param[in]      alpha_scale      Scale of alpha.
+ * @param[in]      alpha_zero_point Zero point of alpha.
+ * @param[in]      grad_output      Output gradient, float32.
+ * @param[out]     grad_input       Input gradient, float32; may be grad_output.
+ */
+void pockmcu_prelu_grad_f32(const int8_t *input,
+                            const int8_t *alpha,
+                            const int32_t *dims,
+                            int32_t input_zero_point,
+                            float alpha_scale,
+                            int32_t alpha_zero_point,
+                            const float *grad_output,
+                            float *grad_input);
+
+/**
+ * @brief Input gradient of RELU / RELU6 / RELU_N1_TO_1: grad_output where lo <= input <= hi, else 0.
+ *
+ * @param[in]      input          Saved forward input, int8 [size].
+ * @param[in]      size           Number of elements.
+ * @param[in]      lo             Smallest int8 input whose real value is strictly inside the activation's range.
+ * @param[in]      hi             Largest such value.
+ * @param[in]      grad_output    Output gradient, float32 [size].
+ * @param[out]     grad_input     Input gradient, float32 [size]; may be grad_output.
+ */
+void pockmcu_clamp_grad_f32(const int8_t *input,
+                            int32_t size,
+                            int32_t lo,
+                            int32_t hi,
+                            const float *grad_output,
+                            float *grad_input);
+
+/**
+ * @brief Input gradient of TANH from its saved output: grad_output * (1 - y^2), y the output's real value.
+ *
+ * @param[in]      output            Saved forward output, int8 [size].
+ * @param[in]      size              Number of elements.
+ * @param[in]      output_scale      Output scale.
+ * @param[in]      output_zero_point Output zero point.
+ * @param[in]      grad_output       Output gradient, float32 [size].
+ * @param[out]     grad_input        Input gradient, float32 [size]; may be grad_output.
+ */
+void pockmcu_tanh_grad_f32(const int8_t *output,
+                           int32_t size,
+                           float output_scale,
+                           int32_t output_zero_point,
+                           const float *grad_output,
+                           float *grad_input);
 
 #ifdef __cplusplus
 }

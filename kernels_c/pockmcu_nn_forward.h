@@ -471,6 +471,237 @@ arm_cmsis_nn_status pockmcu_batch_matmul_s8(const cmsis_nn_fc_params *fc_params,
                                             const int8_t *rhs,
                                             const cmsis_nn_dims *output_dims,
                                             int8_t *output);
+/* ---- binary and unary element-wise ops (ADD/SUB/MUL/SQUARED_DIFFERENCE/MAXIMUM/MINIMUM with broadcasting,
+ * PRELU, LEAKY_RELU, RELU6; pockmcu/ops/binary.py, unary.py) ---------------------------------------------- */
+
+/**
+ * @brief int8 ADD of two NumPy-broadcastable tensors (rank <= 5), TFLite Micro's arithmetic (BroadcastAdd6DSlow).
+ *
+ * Per output element: both inputs offset and shifted left by left_shift, each rescaled with
+ * MultiplyByQuantizedMultiplierSmallerThanOneExp, summed, rescaled by the output multiplier, offset, clamped.
+ *
+ * @param[in]      input1_data    First input, int8.
+ * @param[in]      input2_data    Second input, int8.
+ * @param[in]      dims           15 values: the output shape as 5 dimensions (leading 1s), then input1's element
+ *                                strides (0 on its broadcast axes), then input2's.
+ * @param[in]      input1_offset  -zero point of input1.
+ * @param[in]      input1_mult    input1's multiplier (Q31), scale1 / (2 max(scale1, scale2)).
+ * @param[in]      input1_shift   Its exponent (<= 0).
+ * @param[in]      input2_offset  -zero point of input2.
+ * @param[in]      input2_mult    input2's multiplier (Q31).
+ * @param[in]      input2_shift   Its exponent (<= 0).
+ * @param[in]      left_shift     20 for int8.
+ * @param[out]     output_data    Output, int8, row-major; may be an input whose shape is the output's.
+ * @param[in]      output_offset  Output zero point.
+ * @param[in]      output_mult    Output multiplier (Q31).
+ * @param[in]      output_shift   Its exponent (<= 0).
+ * @param[in]      act_min        Lower clamp (fused activation).
+ * @param[in]      act_max        Upper clamp.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status pockmcu_add_broadcast_s8(const int8_t *input1_data,
+                                             const int8_t *input2_data,
+                                             const int32_t *dims,
+                                             int32_t input1_offset,
+                                             int32_t input1_mult,
+                                             int32_t input1_shift,
+                                             int32_t input2_offset,
+                                             int32_t input2_mult,
+                                             int32_t input2_shift,
+                                             int32_t left_shift,
+                                             int8_t *output_data,
+                                             int32_t output_offset,
+                                             int32_t output_mult,
+                                             int32_t output_shift,
+                                             int32_t act_min,
+                                             int32_t act_max);
+
+/**
+ * @brief int8 SUB of two NumPy-broadcastable tensors (rank <= 5), TFLite Micro's arithmetic (BroadcastQuantSubSlow).
+ *
+ * Arguments as pockmcu_add_broadcast_s8; the rescaled inputs are subtracted (input1 - input2).
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status pockmcu_sub_s8(const int8_t *input1_data,
+                                   const int8_t *input2_data,
+                                   const int32_t *dims,
+                                   int32_t input1_offset,
+                                   int32_t input1_mult,
+                                   int32_t input1_shift,
+                                   int32_t input2_offset,
+                                   int32_t input2_mult,
+                                   int32_t input2_shift,
+                                   int32_t left_shift,
+                                   int8_t *output_data,
+                                   int32_t output_offset,
+                                   int32_t output_mult,
+                                   int32_t output_shift,
+                                   int32_t act_min,
+                                   int32_t act_max);
+
+/**
+ * @brief int8 MUL of two NumPy-broadcastable tensors (rank <= 5), TFLite Micro's arithmetic (MulElementwise,
+ *        no left shift).
+ *
+ * @param[in]      input1_data    First input, int8.
+ * @param[in]      input2_data    Second input, int8.
+ * @param[in]      dims           15 values, as for pockmcu_add_broadcast_s8.
+ * @param[in]      input1_offset  -zero point of input1.
+ * @param[in]      input2_offset  -zero point of input2.
+ * @param[out]     output_data    Output, int8, row-major; may be an input whose shape is the output's.
+ * @param[in]      output_offset  Output zero point.
+ * @param[in]      output_mult    QuantizeMultiplier(scale1 * scale2 / scale_out): multiplier ...
+ * @param[in]      output_shift   ... and exponent (> 0: left shift).
+ * @param[in]      act_min        Lower clamp (fused activation).
+ * @param[in]      act_max        Upper clamp.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status pockmcu_mul_s8(const int8_t *input1_data,
+                                   const int8_t *input2_data,
+                                   const int32_t *dims,
+                                   int32_t input1_offset,
+                                   int32_t input2_offset,
+                                   int8_t *output_data,
+                                   int32_t output_offset,
+                                   int32_t output_mult,
+                                   int32_t output_shift,
+                                   int32_t act_min,
+                                   int32_t act_max);
+
+/**
+ * @brief int8 SQUARED_DIFFERENCE of two NumPy-broadcastable tensors (rank <= 5), TFLite Micro's arithmetic.
+ *
+ * Inputs rescaled as in pockmcu_add_broadcast_s8 (left_shift 7), subtracted, squared, rescaled with
+ * MultiplyByQuantizedMultiplier, offset and clamped to [-128, 127].
+ *
+ * @param[in]      input1_data    First input, int8.
+ * @param[in]      input2_data    Second input, int8.
+ * @param[in]      dims           15 values, as for pockmcu_add_broadcast_s8.
+ * @param[in]      input1_offset  -zero point of input1.
+ * @param[in]      input1_mult    input1's multiplier (Q31), scale1 / (2 max(scale1, scale2)).
+ * @param[in]      input1_shift   Its exponent (<= 0).
+ * @param[in]      input2_offset  -zero point of input2.
+ * @param[in]      input2_mult    input2's multiplier (Q31).
+ * @param[in]      input2_shift   Its exponent (<= 0).
+ * @param[in]      left_shift     7 for int8.
+ * @param[out]     output_data    Output, int8, row-major; may be an input whose shape is the output's.
+ * @param[in]      output_offset  Output zero point.
+ * @param[in]      output_mult    QuantizeMultiplier((2 max scale)^2 / (2^14 scale_out)): multiplier ...
+ * @param[in]      output_shift   ... and exponent (> 0: left shift).
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status pockmcu_squared_difference_s8(const int8_t *input1_data,
+                                                  const int8_t *input2_data,
+                                                  const int32_t *dims,
+                                                  int32_t input1_offset,
+                                                  int32_t input1_mult,
+                                                  int32_t input1_shift,
+                                                  int32_t input2_offset,
+                                                  int32_t input2_mult,
+                                                  int32_t input2_shift,
+                                                  int32_t left_shift,
+                                                  int8_t *output_data,
+                                                  int32_t output_offset,
+                                                  int32_t output_mult,
+                                                  int32_t output_shift);
+
+/**
+ * @brief int8 MAXIMUM of two NumPy-broadcastable tensors (rank <= 5): the larger stored value (TFLite Micro
+ *        compares the int8 values; no requantization).
+ *
+ * @param[in]      input1_data    First input, int8.
+ * @param[in]      input2_data    Second input, int8.
+ * @param[in]      dims           15 values, as for pockmcu_add_broadcast_s8.
+ * @param[out]     output_data    Output, int8, row-major; may be an input whose shape is the output's.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status
+pockmcu_maximum_s8(const int8_t *input1_data, const int8_t *input2_data, const int32_t *dims, int8_t *output_data);
+
+/**
+ * @brief int8 MINIMUM of two NumPy-broadcastable tensors (rank <= 5): the smaller stored value.
+ *
+ * Arguments as pockmcu_maximum_s8.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status
+pockmcu_minimum_s8(const int8_t *input1_data, const int8_t *input2_data, const int32_t *dims, int8_t *output_data);
+
+/**
+ * @brief int8 PRELU, alpha broadcast against the input (rank <= 5), TFLite Micro's arithmetic
+ *        (BroadcastPrelu4DSlow).
+ *
+ * @param[in]      input_data     Input, int8.
+ * @param[in]      alpha_data     Alpha, int8 (a constant).
+ * @param[in]      dims           15 values: the output shape as 5 dimensions, the input's strides, alpha's.
+ * @param[in]      input_offset   -zero point of the input.
+ * @param[in]      alpha_offset   -zero point of alpha.
+ * @param[in]      output_mult_1  QuantizeMultiplier(scale_in / scale_out) for x >= 0: multiplier ...
+ * @param[in]      output_shift_1 ... and exponent.
+ * @param[in]      output_mult_2  QuantizeMultiplier(scale_in * scale_alpha / scale_out) for x < 0 ...
+ * @param[in]      output_shift_2 ... and exponent.
+ * @param[in]      output_offset  Output zero point.
+ * @param[out]     output_data    Output, int8, row-major; may be the input when their shapes are equal.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status pockmcu_prelu_s8(const int8_t *input_data,
+                                     const int8_t *alpha_data,
+                                     const int32_t *dims,
+                                     int32_t input_offset,
+                                     int32_t alpha_offset,
+                                     int32_t output_mult_1,
+                                     int32_t output_shift_1,
+                                     int32_t output_mult_2,
+                                     int32_t output_shift_2,
+                                     int32_t output_offset,
+                                     int8_t *output_data);
+
+/**
+ * @brief int8 LEAKY_RELU, TFLite Micro's arithmetic (QuantizeLeakyRelu, negative alpha included).
+ *
+ * @param[in]      input_data        Input, int8.
+ * @param[in]      size              Number of elements.
+ * @param[in]      input_zero_point  Input zero point.
+ * @param[in]      mult_identity     QuantizeMultiplier(scale_in / scale_out) for x >= 0: multiplier ...
+ * @param[in]      shift_identity    ... and exponent.
+ * @param[in]      mult_alpha        QuantizeMultiplier(scale_in * alpha / scale_out) for x < 0 (negative for a
+ *                                   negative alpha; not INT32_MIN) ...
+ * @param[in]      shift_alpha       ... and exponent.
+ * @param[in]      output_zero_point Output zero point.
+ * @param[out]     output_data       Output, int8; may be input_data.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status pockmcu_leaky_relu_s8(const int8_t *input_data,
+                                          int32_t size,
+                                          int32_t input_zero_point,
+                                          int32_t mult_identity,
+                                          int32_t shift_identity,
+                                          int32_t mult_alpha,
+                                          int32_t shift_alpha,
+                                          int32_t output_zero_point,
+                                          int8_t *output_data);
+
+/**
+ * @brief int8 clamp without requantization (TFLite Micro's int8 RELU6).
+ *
+ * @param[in]      input_data     Input, int8.
+ * @param[in]      size           Number of elements.
+ * @param[in]      lo             Lower bound (the input's zero point for RELU6).
+ * @param[in]      hi             Upper bound (the input's quantized 6).
+ * @param[out]     output_data    Output, int8; may be input_data.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status
+pockmcu_clamp_s8(const int8_t *input_data, int32_t size, int32_t lo, int32_t hi, int8_t *output_data);
 
 #ifdef __cplusplus
 }

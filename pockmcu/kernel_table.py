@@ -70,6 +70,8 @@ TABLE: dict[str, tuple[Kernel, ...]] = {
     "QUANTIZE": (_k("pockmcu_quantize_f32_s8"), _k("pockmcu_flip_sign_8", variant="flip"),
                  _k("pockmcu_requantize_s8", variant="s8_s8"), _k("pockmcu_requantize_u8_s8", variant="u8_s8"),
                  _k("pockmcu_requantize_s8_u8", variant="s8_u8")),
+    # ADD of equal shapes: CMSIS-NN's kernel; broadcasting shapes: pockmcu's (same arithmetic)
+    "ADD": (_k("arm_elementwise_add_s8"), _k("pockmcu_add_broadcast_s8", variant="broadcast")),
 }
 
 

@@ -41,7 +41,7 @@ def bad_models(tmp: Path) -> dict[str, tuple[Path, str]]:
         "text": (tmp / "notes.txt", "unknown model format"),
         "float32": (FIXTURES / "bad_float32.tflite", "float32 model"),
         "int16": (FIXTURES / "bad_int16.tflite", "int16"),
-        "unsupported_op": (FIXTURES / "bad_unsupported_op.tflite", "TANH"),
+        "unsupported_op": (FIXTURES / "bad_unsupported_op.tflite", "ELU"),
         "lstm": (SHARED / "tflm_mnist_lstm.tflite", "UNIDIRECTIONAL_SEQUENCE_LSTM"),
         "lstm_dtln": (SHARED / "tflm_dtln_noise_suppression.tflite", "UNIDIRECTIONAL_SEQUENCE_LSTM"),
     }

@@ -1,0 +1,50 @@
+/*
+ * pockmcu_mul_s8 - int8 MUL of two tensors of NumPy-broadcastable shapes (rank <= 5).
+ *
+ * TFLite Micro's int8 MUL (reference_integer_ops::MulElementwise / BroadcastMul6DSlow), without a left
+ * shift, element by element:
+ *   out = clamp(MultiplyByQuantizedMultiplier((input1 + input1_offset) * (input2 + input2_offset),
+ *                                             output_mult, output_shift) + output_offset, act_min, act_max)
+ * The output is visited in row-major order; each input is read at its broadcast index (dims: see
+ * pockmcu_add_broadcast_s8). The output may be an input whose shape is the output's.
+ */
+#include "pockmcu_nn.h"
+#include "pockmcu_nn_support_tflm.h"
+
+arm_cmsis_nn_status pockmcu_mul_s8(const int8_t *input1_data,
+                                   const int8_t *input2_data,
+                                   const int32_t *dims,
+                                   int32_t input1_offset,
+                                   int32_t input2_offset,
+                                   int8_t *output_data,
+                                   int32_t output_offset,
+                                   int32_t output_mult,
+                                   int32_t output_shift,
+                                   int32_t act_min,
+                                   int32_t act_max)
+{
+    int32_t i0, i1, i2, i3, i4;
+    int32_t k = 0;
+    for (i0 = 0; i0 < dims[0]; i0++)
+    {
+        for (i1 = 0; i1 < dims[1]; i1++)
+        {
+            for (i2 = 0; i2 < dims[2]; i2++)
+            {
+                for (i3 = 0; i3 < dims[3]; i3++)
+                {
+                    const int8_t *a = input1_data + i0 * dims[5] + i1 * dims[6] + i2 * dims[7] + i3 * dims[8];
+                    const int8_t *b = input2_data + i0 * dims[10] + i1 * dims[11] + i2 * dims[12] + i3 * dims[13];
+                    for (i4 = 0; i4 < dims[4]; i4++)
+                    {
+                        const int32_t prod =
+                            ((int32_t)a[i4 * dims[9]] + input1_offset) * ((int32_t)b[i4 * dims[14]] + input2_offset);
+                        const int32_t y = pockmcu_requantize(prod, output_mult, output_shift) + output_offset;
+                        output_data[k++] = (int8_t)pockmcu_clamp_i32(y, act_min, act_max);
+                    }
+                }
+            }
+        }
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
