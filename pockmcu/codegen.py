@@ -10,7 +10,6 @@ failure never leaves a half-written OUT.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 from . import __version__
 from .ccode import Emission, Names, render_call, render_decl
 from .compiler import RUNTIME_RAM_BYTES, Compiled
+from .errors import PockError
 from .ir import C_TYPES, Graph, Tensor, c_ident
 from .kernel_table import Kernel, choose, target_features
 from .ops import opdef
@@ -182,23 +182,9 @@ class CodeGen:
             kernel = self.kernel(op)
             n = c_ident(op.name)
             emission = d.emit(self.g, op, self)
-            if emission is not None:
-                out.append(self._layer(step, op, n, rank, emission, scratch, kernel))
-                continue
-            # kernels with a scratch argument get their planned buffer as a constant context
-            ctx = dict(d.c_context(self.g, op, self), kernel=kernel.function, n=n, ptr=self.ptr, dims=self.dims,
-                       ctx=f"&{n}_ctx" if scratch else f"&{NO_SCRATCH}")
-            render = lambda src: self.env.from_string(src).render(**ctx).strip("\n")  # noqa: E731
-            call = render(d.c_call)
-            decls = render(d.c_decls)
-            if scratch and f"&{n}_ctx" in call:
-                b = self.plan.buffer(scratch)
-                decls += (f"\nstatic const cmsis_nn_context {n}_ctx = {{.buf = pockmcu_arena + {b.offset}, "
-                          f".size = {b.size}}}; /* scratch */")
-            out.append(dict(step=step, op=op, describe=self.describe(op), decls=decls.strip("\n"),
-                            call=call, call_in_block=call, alias=False, kernel=kernel.function, decl_rank=rank,
-                            calls=_legacy_calls(call), query=render(getattr(d, "c_buffer_query", "")),
-                            returns_status=d.c_status))
+            if emission is None:
+                raise PockError(f"internal: {op.kind} has no C emission (OpDef.emit)")
+            out.append(self._layer(step, op, n, rank, emission, scratch, kernel))
         return out
 
     def _layer(self, step: int, op, n: str, rank, emission: Emission, scratch: str | None, kernel: Kernel) -> dict:
@@ -225,8 +211,7 @@ class CodeGen:
     def uses_no_scratch(self) -> bool:
         """Whether any call passes the empty scratch context (model.c declares it then)."""
         schedules = [self.g.ops] + ([self.train.schedule] if self.train else [])
-        return any(layer["no_scratch"] if "emission" in layer else f"&{NO_SCRATCH}" in layer["call"]
-                   for s in schedules for layer in self.layers(s))
+        return any(layer.get("no_scratch") for s in schedules for layer in self.layers(s))
 
     def kernel(self, op) -> Kernel:
         """The kernel-choice table's row for ``op`` on this target (kernel_table.py)."""
@@ -280,11 +265,9 @@ class CodeGen:
         layers = [layer for s in schedules for layer in self.layers(s)]
         used = {t for layer in layers if "emission" in layer for t in layer["emission"].tensors()}
         used |= set(self.g.inputs + self.g.outputs)
-        # steps still written from Jinja snippets: the identifiers of their rendered calls
-        words = {w for layer in layers if "emission" not in layer for w in re.findall(r"\w+", layer["call"])}
         rows = []
         for t in sorted(self.plan.tensor_buffer, key=lambda t: self.plan.offset(t)):
-            if t not in used and self.name(t) not in words:
+            if t not in used:
                 continue
             tensor = self.g.t(t)
             b = self.plan.buffer(self.plan.tensor_buffer[t])
@@ -364,13 +347,6 @@ class CodeGen:
         ctx = dict(c=self.c, g=self.g, plan=self.plan, cg=self, version=__version__,
                    source=Path(self.g.source).name, **extra)
         return self.env.get_template(template).render(**ctx)
-
-
-def _legacy_calls(call: str) -> list[str]:
-    """The functions a step written from Jinja snippets calls: each statement's (``f(...)`` or
-    ``x = f(...)``), in order."""
-    return [f for f in re.findall(r"^\s*(?:[\w.\->]+\s*=\s*)?([A-Za-z_]\w*)\s*\(", call, re.M)
-            if f not in ("for", "if", "while", "switch", "sizeof", "return")]
 
 
 def _value_lines(data: np.ndarray, dtype: str, line_chars: int = 110) -> list[str]:

@@ -16,8 +16,7 @@ It keeps together everything the pipeline needs to know about the operator:
   (``Array``, ``Struct``), its kernel calls (``Call``, the function being the
   kernel-choice table's, ``cg.kernel(op).function``) and the kernel's scratch
   query; codegen writes all of them as C in one place, and plan.json and the
-  reports read the same data. (``c_decls`` / ``c_call`` / ``c_context`` are the
-  Jinja snippets of kinds not yet converted; they are being removed.)
+  reports read the same data.
 """
 
 from __future__ import annotations
@@ -130,10 +129,6 @@ class OpDef:
     may_share_input: ClassVar[tuple[int, ...]] = ()
     #: CMSIS-NN or pockmcu kernel function called (for reports)
     kernel: ClassVar[str] = ""
-    #: the C call assigns an arm_cmsis_nn_status to ``status`` (checked after the call)
-    c_status: ClassVar[bool] = False
-    c_decls: ClassVar[str] = ""
-    c_call: ClassVar[str] = ""
     #: dtypes accepted for (activation) inputs and outputs
     io_dtypes: ClassVar[tuple[str, ...]] = ("int8",)
     #: the kind's typed options (a frozen dataclass; the frontends and the training builder build
@@ -222,9 +217,6 @@ class OpDef:
         data. ``cg`` gives ``cg.kernel(op).function`` (the kernel-choice table's choice) and the
         names of trainable parameters (``cg.param``, ``cg.head``, ``cg.optimizer_args``)."""
         return None
-
-    def c_context(self, g: Graph, op: Op, cg: Any) -> dict[str, Any]:
-        return {}
 
     def describe(self, g: Graph, op: Op) -> str:
         """One line for C comments and reports."""

@@ -120,7 +120,6 @@ class BatchMatMul(OpDef):
     Options = BatchMatMulOptions
     operands = ("lhs", "rhs")
     kernel = "pockmcu_batch_matmul_s8"
-    c_status = True
 
     def parse_tflite(self, o, op: Op, tensors) -> BatchMatMulOptions:
         return BatchMatMulOptions(adj_x=bool(o.AdjX()), adj_y=bool(o.AdjY())) if o else BatchMatMulOptions()
@@ -235,7 +234,6 @@ def _sum_to(x: np.ndarray, shape) -> np.ndarray:
 class _MatMulGradOp(OpDef):
     Options = MatMulGrad
     io_dtypes = ("float32", "int8")
-    c_status = True
     which = ""
 
     def macs(self, g: Graph, op: Op) -> int:

@@ -226,7 +226,6 @@ class _Binary(OpDef):
     """What the broadcasting int8 ops share: operands, checks, in-place rule, window, C arguments."""
 
     operands = ("input1", "input2")
-    c_status = True
     max_rank = 6                      # TFLM's broadcast limit for the op
     params = None                     # (s1, zp1, s2, zp2, s_out, zp_out) -> dict
     fused = True                      # the op has a fused activation

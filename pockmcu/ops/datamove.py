@@ -181,7 +181,6 @@ class DataMove(OpDef):
     checked for one shared quantization, referenced sample by sample (``sample``)."""
 
     io_dtypes = ("int8",)
-    c_status = True
     foldable = True
     #: the op's compile-time operands, read into its options at parse time (see ``take_operands``)
     max_rank: int = MAX_RANK
@@ -291,7 +290,6 @@ class DataMoveGrad(OpDef):
     kind = "DATA_MOVE_GRAD"
     Options = MoveGradOf
     io_dtypes = ("float32",)
-    c_status = True
     kernel = "pockmcu_strided_copy_f32"
 
     def variant(self, g: Graph, op: Op, cg) -> str:
@@ -722,7 +720,6 @@ class GatherGrad(OpDef):
     kind = "GATHER_GRAD"
     Options = GatherGradOf
     io_dtypes = ("float32",)
-    c_status = True
     kernel = "pockmcu_gather_grad_f32"
 
     def reference(self, g, op, xs, rt=None):

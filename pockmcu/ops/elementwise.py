@@ -46,7 +46,6 @@ class Add(OpDef):
     operands = ("input1", "input2")
     kernel = "arm_elementwise_add_s8"
     may_share_input = (0, 1)  # element-wise in order: the output may overwrite a dying input
-    c_status = True
 
     def parse_tflite(self, o, op: Op, tensors) -> AddOptions:
         return AddOptions(activation=fused_activation(o.FusedActivationFunction()) if o else "NONE")

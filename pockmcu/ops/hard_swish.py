@@ -125,7 +125,6 @@ class HardSwish(OpDef):
     kind = "HARD_SWISH"
     tflite_ops = ("HARD_SWISH",)
     kernel = "pockmcu_hard_swish_s8"
-    c_status = True
     may_share_input = (0,)  # element-wise in order: the output may overwrite a dying input
 
     def check(self, g: Graph, op: Op) -> list[str]:

@@ -150,7 +150,6 @@ class _Reduce(OpDef):
     Options = ReduceOptions
     operands = ("input", "axes")
     tflite_options = "ReducerOptions"
-    c_status = True
 
     def parse_tflite(self, o, op: Op, tensors) -> ReduceOptions:
         return ReduceOptions(keep_dims=bool(o.KeepDims()) if o else False)
@@ -422,7 +421,6 @@ class Conv1x1GradFromMean(OpDef):
     kind = "CONV_1X1_GRAD_FROM_MEAN"
     Options = FusedMeanGradOptions
     kernel = "pockmcu_conv_1x1_grad_from_mean_f32"
-    c_status = True
     io_dtypes = ("float32", "uint8")
 
     def macs(self, g: Graph, op: Op) -> int:

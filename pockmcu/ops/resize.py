@@ -147,7 +147,6 @@ def resize_bilinear_grad(dy: np.ndarray, in_shape, rows, cols) -> np.ndarray:
 class _Resize(OpDef):
     Options = ResizeOptions
     operands = ("input", "size")
-    c_status = True
 
     def parse_tflite(self, o, op: Op, tensors) -> ResizeOptions:
         if o is None:

@@ -62,7 +62,6 @@ class Pad(OpDef):
     kind = "PAD"
     tflite_ops = ("PAD", "PADV2")
     kernel = "arm_pad_s8"
-    c_status = True
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)
@@ -140,7 +139,6 @@ class Concatenation(CopyOp):
     tflite_options = "ConcatenationOptions"
     kernel = "arm_concatenation_s8"
     Options = ConcatAxis
-    c_status = False
     AXIS_KERNEL = {3: "x", 2: "y", 1: "z", 0: "w"}   # NHWC axis (of the 4-D view) -> CMSIS-NN axis name
 
     def variant(self, g: Graph, op: Op, cg) -> str:
@@ -237,7 +235,6 @@ class PadGrad(OpDef):
     kind = "PAD_GRAD"
     Options = PadGradOf
     kernel = "pockmcu_pad_grad_f32"
-    c_status = True
     io_dtypes = ("float32",)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):

@@ -126,7 +126,6 @@ class TransposeConv(OpDef):
     Options = TransposeConvOptions
     operands = ("output_shape", "weights", "input", "bias")
     kernel = "pockmcu_transpose_conv_s8"
-    c_status = True
 
     def parse_tflite(self, o, op: Op, tensors) -> TransposeConvOptions:
         return TransposeConvOptions(stride=(o.StrideH(), o.StrideW()), padding=PADDING.get(o.Padding(), "SAME"),
@@ -272,7 +271,6 @@ class TransposeConvGradInput(OpDef):
     Options = LayerGrad
     kernel = "pockmcu_transpose_conv_grad_input_f32"
     io_dtypes = ("float32",)
-    c_status = True
 
     def macs(self, g: Graph, op: Op) -> int:
         f = op.options.layer
@@ -311,7 +309,6 @@ class TransposeConvWgradUpdate(OpDef):
     role = "update"
     kernel = "pockmcu_transpose_conv_wgrad_update_s8"
     io_dtypes = ("float32", "int8")
-    c_status = True
 
     def macs(self, g: Graph, op: Op) -> int:
         x, w = g.t(op.inputs[0]), g.t(op.options.weights)

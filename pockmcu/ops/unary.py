@@ -107,7 +107,6 @@ def relu_s8(x, zp_in: int, zp_out: int, p: ReluData) -> np.ndarray:
 class _ReluX(OpDef):
     tflite_ops: tuple = ()
     kernel = "pockmcu_requantize_s8"
-    c_status = True
     may_share_input = (0,)
     lo = 0.0
     hi: float | None = None
@@ -175,7 +174,6 @@ class Relu6(OpDef):
     kind = "RELU6"
     tflite_ops = ("RELU6",)
     kernel = "pockmcu_clamp_s8"
-    c_status = True
     may_share_input = (0,)
 
     def check(self, g: Graph, op: Op) -> list[str]:
@@ -276,7 +274,6 @@ class LeakyRelu(OpDef):
     tflite_options = "LeakyReluOptions"
     Options = LeakyReluOptions
     kernel = "pockmcu_leaky_relu_s8"
-    c_status = True
     may_share_input = (0,)
 
     def parse_tflite(self, o, op: Op, tensors) -> LeakyReluOptions:
@@ -371,7 +368,6 @@ class Prelu(OpDef):
     tflite_ops = ("PRELU",)
     operands = ("input", "alpha")
     kernel = "pockmcu_prelu_s8"
-    c_status = True
     may_share_input = (0,)
 
     def check(self, g: Graph, op: Op) -> list[str]:
@@ -496,7 +492,6 @@ class Tanh(OpDef):
     kind = "TANH"
     tflite_ops = ("TANH",)
     kernel = "pockmcu_lut_s8"
-    c_status = True
     may_share_input = (0,)
 
     def check(self, g: Graph, op: Op) -> list[str]:
