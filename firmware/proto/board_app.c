@@ -537,14 +537,13 @@ static void cmd_ping(const pk_frame *f, pk_msg *m)
  * timer readings first.. of the last invoke, as many as fit one frame */
 static void cmd_profile(const pk_frame *f, pk_msg *m)
 {
+    if (bad_length(f, m, f->len == 0u || f->len == 4u, "PROFILE takes nothing or u32 first reading"))
+    {
+        return;
+    }
 #ifdef POCKMCU_PROFILE
     uint32_t hz = 0, overhead = 0, stack = 0, first = 0;
     const uint32_t *ticks = 0;
-    if (f->len != 0u && f->len != 4u)
-    {
-        error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "PROFILE takes nothing or u32 first reading");
-        return;
-    }
     if (f->len == 4u)
     {
         first = pk_get_u32(f->payload);

@@ -156,6 +156,8 @@ CHUNK_SIZES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, P.XFER_MAX_
 ROUND_TRIP_OVERHEAD = 40
 #: the damage estimate before anything is measured, and how fast old attempts are forgotten
 PRIOR_ERRORS, PRIOR_BYTES, FORGET = 0.01, 10_000.0, 0.98
+#: attempts at one chunk before the transfer continues with a smaller chunk size
+CHUNK_ATTEMPTS = 16
 
 
 class Client:
@@ -362,20 +364,31 @@ class Client:
         data ends), at most max_restarts times."""
         data = bytes(data)
         xid, total, crc = self._next_xid(), len(data), zlib.crc32(data) & 0xFFFFFFFF
-        restarts = 0
+        restarts, limit = 0, P.XFER_MAX_CHUNK
         while True:
-            chunk = self.chunk_size()
+            chunk = self.chunk_size(limit)
             try:
                 _, state, _, pos = P.parse_begin(self.request(
                     P.XFER_BEGIN, P.xfer_begin(xid, kind, chunk, total, crc, offset)))
                 while state == 0 and pos < total:
                     n = min(chunk, total - pos)
                     self.stats.chunks += 1
-                    self.request(P.XFER_CHUNK, P.xfer_chunk(xid, pos, data[pos:pos + n]))
+                    try:
+                        # a chunk that keeps failing is too long for this line: after a few attempts,
+                        # continue with the smaller size the damage estimate now prefers
+                        adapt = self.fixed_chunk is None and chunk > CHUNK_SIZES[0]
+                        self.request(P.XFER_CHUNK, P.xfer_chunk(xid, pos, data[pos:pos + n]),
+                                     retries=CHUNK_ATTEMPTS if adapt else None)
+                    except NoAnswer:
+                        if not adapt:
+                            raise
+                        limit = max(CHUNK_SIZES[0], min(self.chunk_size(), chunk // 2))
+                        raise _Rechunk from None
                     pos += n
+                    limit = P.XFER_MAX_CHUNK      # through: the damage estimate decides again
                     better = self.chunk_size()
-                    if pos < total and (better >= 2 * chunk or 2 * better <= chunk):
-                        raise _Rechunk      # the line changed: continue with another chunk size
+                    if pos < total and (better >= 4 * chunk or 4 * better <= chunk):
+                        raise _Rechunk      # the line changed a lot: continue with another chunk size
                 res = self.request(P.XFER_COMMIT, struct.pack("<I", xid) + commit)
             except _Rechunk:
                 self.stats.transfer_restarts += 1
