@@ -31,7 +31,7 @@ from .reference import run_reference
 from .runner import run_on_target
 from .sim import read_plan
 from .targets import get_target
-from .train import Data, HostTrainer, train_on_target
+from .train import Data, HostTrainer, stream, train_on_target
 from .tte_bench import section
 
 QEMU_TARGETS = ["qemu-m3", "qemu-m4", "qemu-m7", "qemu-m33", "qemu-m55"]
@@ -298,11 +298,11 @@ def serial_bench(models_dir: Path, samples: int = 2000, rates=(0.0, 0.001, 0.01)
     rows = []
     with tempfile.TemporaryDirectory(prefix="pockmcu-serial-") as tmp:
         train, _ = digits.datasets()
-        n_d = min(samples, len(train.x))
+        order = np.concatenate(stream(len(train.x), samples // len(train.x) + 1, 1))[:samples]
         setups = [("digits (8x8x1, sparse update)",
                    compile_model(digits.model_path(), ram=parse_size("256KB"),
                                  train=TrainOptions(spec=digits.spec_json("sparse"))),
-                   train.x[:n_d], train.y[:n_d].astype(np.int32))]
+                   train.x[order], train.y[order].astype(np.int32))]
         rng = np.random.default_rng(0)
         setups.append(("VWW MobileNetV1 96x96x3 (last layer)",
                        compile_model(Path(models_dir) / "mlperf_vww_mobilenetv1_96.tflite", ram=parse_size("1MB"),
@@ -334,7 +334,8 @@ def serial_bench(models_dir: Path, samples: int = 2000, rates=(0.0, 0.001, 0.01)
                 log.write(f"serial: {row}\n")
                 rows.append(row)
     out = ["## The serial link: streamed training through a damaging link", "",
-           f"{samples} training samples per row (digits: the first {n_d} of its training set) streamed to the "
+           f"{samples} training samples per row (digits: its {len(train.x)}-sample training set in shuffled epochs; "
+           "VWW: seeded random images and labels) streamed to the "
            "board runtime built for the host (`HostBoard`) over TCP, through `LossyProxy` damaging the given "
            "fraction of bytes each way (each damaged byte dropped, duplicated or corrupted). Exactly once: the "
            "device's step count equals the samples sent, and its parameters equal the host simulation of the "
