@@ -20,6 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from . import digits
+from .board.client import open_board
+from .board.emulate import HostBoard
+from .board.proxy import LossyProxy
 from .build import build_target, elf_size
 from .codegen import write_project
 from .compiler import TrainOptions, compile_model, load_and_check, parse_size
@@ -28,7 +31,7 @@ from .reference import run_reference
 from .runner import run_on_target
 from .sim import read_plan
 from .targets import get_target
-from .train import Data, HostTrainer, train_on_target
+from .train import Data, HostTrainer, stream, train_on_target
 from .tte_bench import section
 
 QEMU_TARGETS = ["qemu-m3", "qemu-m4", "qemu-m7", "qemu-m33", "qemu-m55"]
@@ -282,6 +285,73 @@ def digits_markdown(log=sys.stderr) -> str:
     return "\n".join(out) + "\n"
 
 
+# ------------------------------------------------------------------ the serial link (board protocol)
+
+
+def serial_bench(models_dir: Path, samples: int = 2000, rates=(0.0, 0.001, 0.01), log=sys.stderr) -> str:
+    """Training samples streamed to the board runtime built for the host (pockmcu/board/emulate.py
+    HostBoard) through a proxy that drops, duplicates and corrupts a fraction of the bytes each way:
+    for the digits model (64-byte samples) and a 96x96x3 image model, at each damage rate, the time,
+    the sample throughput, the retransmissions, and the check that every sample was applied exactly
+    once with the parameters equal to the host simulation. Returns a markdown section."""
+    spec = '{"bias": {"last": 1}, "weights": [{"layer": -1}], "optimizer": {"kind": "sgd", "lr": 0.001}}'
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="pockmcu-serial-") as tmp:
+        train, _ = digits.datasets()
+        order = np.concatenate(stream(len(train.x), samples // len(train.x) + 1, 1))[:samples]
+        setups = [("digits (8x8x1, sparse update)",
+                   compile_model(digits.model_path(), ram=parse_size("256KB"),
+                                 train=TrainOptions(spec=digits.spec_json("sparse"))),
+                   train.x[order], train.y[order].astype(np.int32))]
+        rng = np.random.default_rng(0)
+        setups.append(("VWW MobileNetV1 96x96x3 (last layer)",
+                       compile_model(Path(models_dir) / "mlperf_vww_mobilenetv1_96.tflite", ram=parse_size("1MB"),
+                                     train=TrainOptions(spec=spec)),
+                       rng.integers(-128, 128, (samples, 96, 96, 3)).astype(np.int8),
+                       rng.integers(0, 2, samples).astype(np.int32)))
+        for k, (name, c, xs, ys) in enumerate(setups):
+            out = write_project(c, Path(tmp) / f"m{k}")
+            h = HostTrainer(out)
+            h.init(1)
+            for i in range(len(xs)):
+                h.step(xs[i], ys[i])
+            want = h.params()
+            for rate in rates:
+                with HostBoard(out, Path(tmp) / f"hb{k}") as hb, LossyProxy(hb.port, rate, seed=1) as px:
+                    cl = open_board(hb.url if rate == 0 else px.url, connect_timeout=5)
+                    cl.set_seed(1)
+                    t0 = time.monotonic()
+                    for i in range(len(xs)):
+                        cl.train(i, ys[i].tobytes(), xs[i].tobytes())
+                    el = time.monotonic() - t0
+                    st = cl.get_stats()
+                    same = cl.read_params(cl.info.params_bytes) == want
+                    cl.link.close()
+                    damaged = px.damaged()
+                row = dict(model=name, rate=rate, n=len(xs), sample_bytes=int(xs[0].nbytes) + 4, seconds=el,
+                           steps=st.steps, repeats=st.duplicates, retrans=cl.stats.retransmissions,
+                           timeouts=cl.stats.timeouts, damaged=damaged, chunk=cl.chunk_size(), equal=same)
+                log.write(f"serial: {row}\n")
+                rows.append(row)
+    out = ["## The serial link: streamed training through a damaging link", "",
+           f"{samples} training samples per row (digits: its {len(train.x)}-sample training set in shuffled epochs; "
+           "VWW: seeded random images and labels) streamed to the "
+           "board runtime built for the host (`HostBoard`) over TCP, through `LossyProxy` damaging the given "
+           "fraction of bytes each way (each damaged byte dropped, duplicated or corrupted). Exactly once: the "
+           "device's step count equals the samples sent, and its parameters equal the host simulation of the "
+           "same samples byte for byte. `python -m pockmcu.bench --serial`.", "",
+           "| model | damage each way | samples | bytes/sample | seconds | samples/s | KiB/s | device steps | "
+           "params = host sim | retransmissions | timeouts | bytes damaged | repeats answered from memory | "
+           "chunk at the end |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['model']} | {r['rate']:.1%} | {r['n']} | {r['sample_bytes']} | {r['seconds']:.1f} | "
+                   f"{r['n'] / r['seconds']:.1f} | {r['n'] * r['sample_bytes'] / r['seconds'] / 1024:.1f} | "
+                   f"{r['steps']} | {'yes' if r['equal'] else 'NO'} | {r['retrans']} | {r['timeouts']} | "
+                   f"{r['damaged']} | {r['repeats']} | {r['chunk']} |")
+    return "\n".join(out) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pockmcu.bench")
     ap.add_argument("--all", action="store_true", help="every model in --models on every QEMU target")
@@ -289,6 +359,9 @@ def main(argv=None) -> int:
     ap.add_argument("--digits", action="store_true", help="the digits transfer-learning table")
     ap.add_argument("--planner", action="store_true",
                     help="planner quality per model and the MobileNetV2 / Tiny Training Engine table")
+    ap.add_argument("--serial", action="store_true",
+                    help="streamed training over a link damaging 0%%, 0.1%% and 1%% of the bytes (board protocol)")
+    ap.add_argument("--serial-samples", type=int, default=2000, help="samples per --serial row (default 2000)")
     ap.add_argument("--models", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "models"))
     ap.add_argument("--targets", default=",".join(QEMU_TARGETS))
     ap.add_argument("-o", "--output", default="BENCHMARKS.md")
@@ -307,8 +380,10 @@ def main(argv=None) -> int:
     if args.planner:
 
         sections.append(section(Path(args.models)))
+    if args.serial:
+        sections.append(serial_bench(Path(args.models), args.serial_samples))
     if not sections:
-        ap.error("give --all, --train, --digits and/or --planner")
+        ap.error("give --all, --train, --digits, --planner and/or --serial")
     Path(args.output).write_text("\n".join(sections))
     print(f"wrote {args.output}")
     return 0

@@ -108,12 +108,29 @@ def _payload_for(t: int, rng: random.Random) -> bytes:
         return rb(rng.choice([64, 64, 0, 10]))
     if t == P.PING:
         return rb(rng.choice([0, 10, 1024]))
+    if t == P.XFER_BEGIN:
+        if rng.random() < 0.5:                          # a valid one (the CRC only matches by chance)
+            return P.xfer_begin(rng.choice([1, 2, 3]), P.X_TRAIN, 16, 68, rng.randrange(1 << 32))
+        if rng.random() < 0.8:
+            kind = rng.choice([P.X_TRAIN, P.X_INFER, P.X_PARAMS, 0, 9])
+            total = rng.choice([68, 64, rng.randrange(1, 2700), 0, 1 << 31])
+            return P.xfer_begin(rng.choice([1, 2, 3]), kind, rng.choice([16, 24, 1016, 1017, 0]), total,
+                                rng.randrange(1 << 32), rng.choice([0, 0, rng.randrange(2700), 0xFFFFFFF0]))
+        return rb(rng.choice([19, 21, 0]))
+    if t == P.XFER_CHUNK:
+        return struct.pack("<II", rng.choice([1, 2, 3]), rng.choice([0, 0, 16, 24, 48, 64, rng.randrange(1 << 32)])) + \
+            rb(rng.choice([16, 16, 24, 20, 4, 0, 1016]))
+    if t == P.XFER_COMMIT:
+        return struct.pack("<I", rng.choice([1, 2, 3])) + rb(rng.choice([0, 4, 4, 1]))
+    if t == P.READ_OUTPUT:
+        return struct.pack("<IH", rng.choice([0, 5, 10, 1 << 31]), rng.choice([1, 10, 11, 1021]))[:rng.choice([6, 6, 3])]
     return rb(rng.choice([0, 0, 3, 40]))
 
 
 def _fuzz_stream(rng: random.Random, n: int) -> bytes:
     common = [P.INFO, P.STATS, P.INFER, P.TRAIN, P.READ_PARAMS, P.WRITE_PARAMS, P.SAVE, P.LOAD, P.SET_SEED,
-              P.SET_LR, P.STAGE_INPUT, P.CLEAR_STATS, P.PING]
+              P.SET_LR, P.STAGE_INPUT, P.CLEAR_STATS, P.PING, P.XFER_BEGIN, P.XFER_CHUNK, P.XFER_CHUNK,
+              P.XFER_COMMIT, P.READ_OUTPUT]
     rare = [P.RESET, P.BOOTLOADER, P.PROFILE, 0x00, 0x11, 0x42, 0x7E, P.ERROR, 0x81, 0x84, 0xFF]
     parts, last_valid = [], None
     for _ in range(n):
@@ -152,7 +169,8 @@ def _fuzz_stream(rng: random.Random, n: int) -> bytes:
         elif k < 0.97:
             parts.append(b"\x00" + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 120))) + b"\x00")
         else:
-            parts.append(b"\x00" + bytes(rng.randrange(1, 256) for _ in range(rng.randrange(1037, 3000))) + b"\x00")
+            parts.append(b"\x00" + bytes(rng.randrange(1, 256) for _ in range(rng.randrange(P.MAX_ENCODED + 1, 3000)))
+                         + b"\x00")
     return b"".join(parts)
 
 
@@ -183,7 +201,7 @@ def test_fuzzed_frames_each_get_one_answer(digits_out, tmp_path):
     exp = _expected(stream)
     assert len(answers) == len(exp), (len(answers), len(exp))
     last, last_answer = None, None
-    counts = dict(frame_errors=0, refused=0, answered=0, repeats=0)
+    counts = dict(frame_errors=0, refused=0, answered=0, repeats=0, transfer=0, transfer_ok=0)
     for e, a in zip(exp, answers):
         if e[0] == "frame_error":                        # every bad frame: an error frame
             assert a.type == P.ERROR and a.seq == P.SEQ_NONE and a.error_code == e[1], (e, a)
@@ -195,6 +213,10 @@ def test_fuzzed_frames_each_get_one_answer(digits_out, tmp_path):
             counts["refused"] += 1
             continue
         assert a.seq == seq and a.type in (t | P.RESPONSE, P.ERROR), (e, a)
+        if t in P.TRANSFER:                              # executed every time (exactly once: by their id)
+            counts["transfer"] += 1
+            counts["transfer_ok"] += a.type == t | P.RESPONSE
+            continue
         if t in P.IDEMPOTENT:
             continue
         if last == (seq, t, crc):                        # a retransmission: the same answer, not applied again
@@ -206,7 +228,8 @@ def test_fuzzed_frames_each_get_one_answer(digits_out, tmp_path):
         if t in (P.RESET, P.BOOTLOADER) and a.type != P.ERROR:
             last = None                                  # the device rebooted: it remembers nothing
     print(counts, r.stderr.decode().strip().splitlines()[-1])
-    assert counts["frame_errors"] > 3000 and counts["repeats"] > 300 and counts["answered"] > 3000
+    assert counts["frame_errors"] > 3000 and counts["repeats"] > 300 and counts["answered"] > 2000
+    assert counts["transfer"] > 1000 and counts["transfer_ok"] > 100
 
 
 def test_training_answers_repeat_without_applying(digits_out, tmp_path):

@@ -6,7 +6,6 @@ model, a power cut during a checkpoint save, Ctrl-C, and what users get wrong.""
 from __future__ import annotations
 
 import os
-import random
 import re
 import signal
 import socket
@@ -25,6 +24,7 @@ from pockmcu.board import firmware
 from pockmcu.board.client import Link, NoAnswer, open_board
 from pockmcu.board.emulate import Emulator, free_port, port_in_use
 from pockmcu.board.image import load_image
+from pockmcu.board.proxy import LossyProxy
 from pockmcu.train import HostTrainer, stream
 
 
@@ -110,76 +110,10 @@ def test_flash_train_pull_end_to_end(env):
 # ---------------------------------------------------------------- a bad link
 
 
-class LossyProxy:
-    """TCP proxy: each byte, in both directions, is with probability `rate` dropped, duplicated or
-    corrupted (one of the three at random; seeded)."""
-
-    def __init__(self, upstream_port: int, rate: float, seed: int = 0):
-        self.upstream = ("127.0.0.1", upstream_port)
-        self.rate = rate
-        self.rng = random.Random(seed)
-        self.lock = threading.Lock()
-        self.counts = {d: dict(bytes=0, drop=0, dup=0, corrupt=0) for d in ("to_device", "to_host")}
-        self.srv = socket.socket()
-        self.srv.bind(("127.0.0.1", 0))
-        self.srv.listen(1)
-        self.url = f"socket://127.0.0.1:{self.srv.getsockname()[1]}"
-        self.socks = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _impair(self, data: bytes, direction: str) -> bytes:
-        out = bytearray()
-        c = self.counts[direction]
-        with self.lock:
-            for b in data:
-                c["bytes"] += 1
-                if self.rng.random() >= self.rate:
-                    out.append(b)
-                    continue
-                kind = self.rng.choice(("drop", "dup", "corrupt"))
-                c[kind] += 1
-                if kind == "dup":
-                    out += bytes([b, b])
-                elif kind == "corrupt":
-                    out.append(b ^ self.rng.randrange(1, 256))
-        return bytes(out)
-
-    def _pump(self, src, dst, direction):
-        try:
-            while data := src.recv(4096):
-                if data := self._impair(data, direction):
-                    dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self.srv.accept()
-            except OSError:
-                return
-            up = socket.create_connection(self.upstream)
-            for s in (client, up):
-                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.socks += [client, up]
-            threading.Thread(target=self._pump, args=(client, up, "to_device"), daemon=True).start()
-            threading.Thread(target=self._pump, args=(up, client, "to_host"), daemon=True).start()
-
-    def close(self):
-        self.srv.close()
-        for s in self.socks:
-            s.close()
-
-
 def test_lossy_link_applies_every_sample_exactly_once(env):
     out, train = env["out"], env["train"]
-    order = np.concatenate(stream(len(train.x), 4, 11))[:2000]
+    # (2,000 samples and throughput at 0 / 0.1 / 1% damage: python -m pockmcu.bench --serial)
+    order = np.concatenate(stream(len(train.x), 4, 11))[:300]
     with Emulator(out, "qemu-m4") as emu:
         proxy = LossyProxy(emu.port, rate=0.01, seed=5)
         try:
@@ -195,12 +129,11 @@ def test_lossy_link_applies_every_sample_exactly_once(env):
             c.link.close()
         finally:
             proxy.close()
-    print(f"\n2000 samples through 1% damage in {elapsed:.1f} s: link {c.stats}; proxy {proxy.counts}; "
+    print(f"\n{len(order)} samples through 1% damage in {elapsed:.1f} s: link {c.stats}; proxy {proxy.counts}; "
           f"device: {st.duplicates} repeats answered from memory, {st.bad_frames} bad frames")
-    assert st.steps == 2000 and st.api_steps == 2000 and st.samples == 2000
+    assert st.steps == len(order) and st.api_steps == len(order) and st.samples == len(order)
     assert params == host_params(out, train, order, 11)
-    damaged = sum(proxy.counts["to_device"][k] + proxy.counts["to_host"][k] for k in ("drop", "dup", "corrupt"))
-    assert damaged > 1000 and c.stats.retransmissions > 500 and st.duplicates > 50
+    assert proxy.damaged() > 300 and c.stats.retransmissions > 150 and st.duplicates > 10
 
 
 # ---------------------------------------------------------------- power loss, reset, Ctrl-C

@@ -1,8 +1,13 @@
 /*
- * Board protocol handler. Exactly-once: every request that changes the
- * device (all but INFO, STATS, READ_PARAMS, PING, PROFILE) is remembered by its seq,
- * type and CRC together with the response it got; the same request again
- * (a retransmission) gets the remembered response and is not applied again.
+ * Board protocol handler. Exactly-once: every single-frame request that
+ * changes the device (all but INFO, STATS, READ_PARAMS, PING, PROFILE,
+ * READ_OUTPUT and the XFER_* requests) is remembered by its seq, type and CRC
+ * together with the response it got; the same request again (a
+ * retransmission) gets the remembered response and is not applied again.
+ * Chunked transfers (XFER_BEGIN / XFER_CHUNK / XFER_COMMIT) carry a transfer
+ * id: chunks are idempotent writes, and the device remembers the last
+ * committed transfer id with its result, so a repeated COMMIT is answered
+ * again and never applied twice. Every request checks its payload length.
  */
 #include "board_app.h"
 
@@ -47,6 +52,29 @@ static struct
     uint32_t ckpt_seq;
     int restored;
 } st;
+
+/* the chunked transfer being received (PROTOCOL.md, "Chunked transfers") */
+static struct
+{
+    int active;
+    uint32_t xid;
+    uint8_t kind;
+    uint32_t chunk, off, total, crc;
+    uint32_t done; /* bytes 0 .. done-1 of the transfer have arrived (in order) */
+} xfer;
+
+/* the last committed transfer and its answer (a result or an ERROR), sent again for a repeated COMMIT */
+#define XDONE_MAX 128u
+static struct
+{
+    int valid;
+    uint32_t xid;
+    uint8_t kind;
+    uint32_t off, total, crc;
+    uint8_t type;
+    uint8_t len;
+    uint8_t payload[XDONE_MAX];
+} xdone;
 
 static const uint8_t model_hash[CKPT_HASH_BYTES] = BOARD_MODEL_HASH;
 static pk_rx rx;
@@ -105,6 +133,25 @@ static void inputs_write(uint32_t off, const uint8_t *src, uint32_t n)
     }
 }
 
+/* copy n bytes of the outputs, all concatenated, starting at byte off */
+static void outputs_read(uint32_t off, uint8_t *dst, uint32_t n)
+{
+    for (int i = 0; i < POCKMCU_NUM_OUTPUTS && n; i++)
+    {
+        uint32_t b = pockmcu_output_bytes(i);
+        if (off >= b)
+        {
+            off -= b;
+            continue;
+        }
+        uint32_t k = b - off < n ? b - off : n;
+        memcpy(dst, (const uint8_t *)pockmcu_output(i) + off, k);
+        dst += k;
+        n -= k;
+        off = 0;
+    }
+}
+
 static void error_msg(pk_msg *m, uint16_t seq, int code, uint8_t ref, const char *text)
 {
     pk_msg_start(m, PK_T_ERROR, seq);
@@ -115,12 +162,69 @@ static void error_msg(pk_msg *m, uint16_t seq, int code, uint8_t ref, const char
     st.errors++;
 }
 
+/* 1 (and an ERROR 6 in m) if the payload length is wrong: ok is the request's length rule */
+static int bad_length(const pk_frame *f, pk_msg *m, int ok, const char *text)
+{
+    if (ok)
+    {
+        return 0;
+    }
+    error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, text);
+    return 1;
+}
+
 #ifdef POCKMCU_TRAINING
     #define HAVE_TRAINING 1
     #define LABEL_BYTES POCKMCU_LABEL_BYTES
 static uint8_t label_buf[POCKMCU_LABEL_BYTES] __attribute__((aligned(8)));
 
 static uint32_t params_bytes(void) { return pockmcu_params_bytes(); }
+
+    /* Per trainable tensor: the largest |value| a written int32 bias may have so that the op's
+     * accumulator (bias + K products of an int8 weight and an input offset by its zero point, each
+     * at most 128 * 256) cannot overflow int32; -1: no limit (int8 tensors: any value is safe).
+     * Computed by pockmcu/board/firmware.py (param_limits) into board_config.h. */
+    #ifndef BOARD_PARAM_LIMITS
+        #error "board_config.h has no BOARD_PARAM_LIMITS: build the board app with pockmcu/board/firmware.py"
+    #endif
+static const int32_t param_limits[] = BOARD_PARAM_LIMITS;
+typedef char
+    param_limits_one_per_tensor[(sizeof param_limits / sizeof param_limits[0] == POCKMCU_NUM_TRAINABLE) ? 1 : -1];
+
+/* Would writing n bytes of src at parameter offset off keep every limited (int32) tensor within its
+ * limit? An element only partly inside the range is checked with its other bytes as they are now.
+ * Returns -1 if so, else the index of the first tensor that would leave its limit. */
+static int params_check(uint32_t off, const uint8_t *src, uint32_t n)
+{
+    uint32_t base = 0;
+    for (int k = 0; k < POCKMCU_NUM_TRAINABLE; k++)
+    {
+        uint32_t b = 0;
+        const uint8_t *t = (const uint8_t *)pockmcu_param_tensor(k, &b);
+        int32_t lim = param_limits[k];
+        if (lim >= 0 && off < base + b && off + n > base)
+        {
+            uint32_t lo = off > base ? off - base : 0u;
+            uint32_t hi = (off + n < base + b ? off + n : base + b) - base;
+            for (uint32_t e = lo / 4u; e * 4u < hi; e++)
+            {
+                uint8_t v8[4];
+                for (uint32_t j = 0; j < 4u; j++)
+                {
+                    uint32_t pos = base + 4u * e + j;
+                    v8[j] = (pos >= off && pos - off < n) ? src[pos - off] : t[4u * e + j];
+                }
+                int32_t v = (int32_t)pk_get_u32(v8);
+                if (v > lim || v < -lim)
+                {
+                    return k;
+                }
+            }
+        }
+        base += b;
+    }
+    return -1;
+}
 
 /* copy n parameter bytes at off (the pockmcu_params_read layout) to (write=0) or from (write=1) buf */
 static void params_copy(uint32_t off, uint8_t *buf, uint32_t n, int write)
@@ -248,6 +352,8 @@ static void reset_training(uint32_t seed)
 void board_app_init(void)
 {
     memset(&st, 0, sizeof st);
+    memset(&xfer, 0, sizeof xfer);
+    memset(&xdone, 0, sizeof xdone);
     pk_rx_init(&rx);
     last.valid = 0;
     reset_training(0);
@@ -266,6 +372,10 @@ void board_app_init(void)
 static void cmd_info(const pk_frame *f, pk_msg *m)
 {
     uint32_t ram_used = 0, stack_used = 0, flash_used = 0;
+    if (bad_length(f, m, f->len == 0u, "INFO takes no payload"))
+    {
+        return;
+    }
     board_memory_use(&ram_used, &stack_used, &flash_used);
     pk_msg_start(m, PK_T_INFO | PK_T_RESPONSE, f->seq);
     pk_msg_put(m, "PKBD", 4);
@@ -299,6 +409,10 @@ static void cmd_info(const pk_frame *f, pk_msg *m)
     pk_msg_u8(m, (uint8_t)last.valid);
     pk_msg_u8(m, 0);
     pk_msg_u32(m, board_uptime_ms());
+    pk_msg_u32(m, xdone.xid);
+    pk_msg_u8(m, (uint8_t)xdone.valid);
+    pk_msg_u8(m, 0);
+    pk_msg_u16(m, (uint16_t)PK_XFER_MAX_CHUNK);
     pk_msg_put(m, BOARD_TARGET_NAME, (uint32_t)strlen(BOARD_TARGET_NAME));
 }
 
@@ -306,6 +420,10 @@ static void cmd_stats(const pk_frame *f, pk_msg *m)
 {
     float wl = 0.0f;
     uint32_t wc = 0;
+    if (bad_length(f, m, f->len == 0u, "STATS takes no payload"))
+    {
+        return;
+    }
     for (uint32_t i = 0; i < st.win_n; i++)
     {
         wl += st.win_loss[i];
@@ -333,6 +451,20 @@ static void cmd_stats(const pk_frame *f, pk_msg *m)
     pk_msg_u32(m, st.ckpt_seq);
     pk_msg_u32(m, board_uptime_ms());
     pk_msg_f32(m, st.p.lr);
+    pk_msg_u32(m, xdone.xid);
+    pk_msg_u8(m, (uint8_t)xdone.valid);
+}
+
+/* one inference on the inputs as they are; 0 (and an ERROR in m) if the model failed */
+static int infer_now(const pk_frame *f, pk_msg *m)
+{
+    if (pockmcu_invoke() != 0)
+    {
+        error_msg(m, f->seq, PK_E_MODEL, f->type, "pockmcu_invoke failed");
+        return 0;
+    }
+    st.infers++;
+    return 1;
 }
 
 static void cmd_infer(const pk_frame *f, pk_msg *m)
@@ -345,19 +477,21 @@ static void cmd_infer(const pk_frame *f, pk_msg *m)
     }
     if (out > PK_MAX_PAYLOAD)
     {
-        error_msg(m, f->seq, PK_E_TOO_LARGE, f->type, "the outputs do not fit in one frame");
+        error_msg(m,
+                  f->seq,
+                  PK_E_TOO_LARGE,
+                  f->type,
+                  "the outputs do not fit in one frame: XFER kind INFER, then READ_OUTPUT");
         return;
     }
     if (f->len)
     {
         inputs_write(0, f->payload, f->len);
     }
-    if (pockmcu_invoke() != 0)
+    if (!infer_now(f, m))
     {
-        error_msg(m, f->seq, PK_E_MODEL, f->type, "pockmcu_invoke failed");
         return;
     }
-    st.infers++;
     pk_msg_start(m, PK_T_INFER | PK_T_RESPONSE, f->seq);
     for (int i = 0; i < POCKMCU_NUM_OUTPUTS; i++)
     {
@@ -367,9 +501,8 @@ static void cmd_infer(const pk_frame *f, pk_msg *m)
 
 static void cmd_stage_input(const pk_frame *f, pk_msg *m)
 {
-    if (f->len < 4u)
+    if (bad_length(f, m, f->len > 4u, "STAGE_INPUT takes u32 offset + 1..1020 bytes"))
     {
-        error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "STAGE_INPUT takes u32 offset + bytes");
         return;
     }
     uint32_t off = pk_get_u32(f->payload), n = f->len - 4u, total = inputs_total();
@@ -386,6 +519,10 @@ static void cmd_stage_input(const pk_frame *f, pk_msg *m)
 
 static void cmd_clear_stats(const pk_frame *f, pk_msg *m)
 {
+    if (bad_length(f, m, f->len == 0u, "CLEAR_STATS takes no payload"))
+    {
+        return;
+    }
     clear_stats();
     pk_msg_start(m, PK_T_CLEAR_STATS | PK_T_RESPONSE, f->seq);
 }
@@ -400,14 +537,13 @@ static void cmd_ping(const pk_frame *f, pk_msg *m)
  * timer readings first.. of the last invoke, as many as fit one frame */
 static void cmd_profile(const pk_frame *f, pk_msg *m)
 {
+    if (bad_length(f, m, f->len == 0u || f->len == 4u, "PROFILE takes nothing or u32 first reading"))
+    {
+        return;
+    }
 #ifdef POCKMCU_PROFILE
     uint32_t hz = 0, overhead = 0, stack = 0, first = 0;
     const uint32_t *ticks = 0;
-    if (f->len != 0u && f->len != 4u)
-    {
-        error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "PROFILE takes nothing or u32 first reading");
-        return;
-    }
     if (f->len == 4u)
     {
         first = pk_get_u32(f->payload);
@@ -437,6 +573,8 @@ static void cmd_profile(const pk_frame *f, pk_msg *m)
 }
 
 #if HAVE_TRAINING
+static void train_now(const pk_frame *f, pk_msg *m, uint32_t id);
+
 static void cmd_train(const pk_frame *f, pk_msg *m)
 {
     uint32_t in0 = pockmcu_input_bytes(0);
@@ -451,6 +589,14 @@ static void cmd_train(const pk_frame *f, pk_msg *m)
     {
         memcpy(pockmcu_input(0), f->payload + 4 + LABEL_BYTES, in0);
     }
+    pk_msg_start(m, PK_T_TRAIN | PK_T_RESPONSE, f->seq);
+    train_now(f, m, id);
+}
+
+/* One training step on label_buf and input 0; appends the TRAIN result record to m (or turns m
+ * into an ERROR). */
+static void train_now(const pk_frame *f, pk_msg *m, uint32_t id)
+{
     pockmcu_step_result r;
     int rc = pockmcu_train_step(label_buf, &r);
     if (rc == -1)
@@ -469,7 +615,6 @@ static void cmd_train(const pk_frame *f, pk_msg *m)
     st.p.correct += (uint32_t)(r.correct != 0);
     st.p.loss_sum += r.loss;
     window_add(r.loss, r.correct);
-    pk_msg_start(m, PK_T_TRAIN | PK_T_RESPONSE, f->seq);
     pk_msg_u32(m, id);
     pk_msg_u32(m, st.p.steps);
     pk_msg_f32(m, r.loss);
@@ -512,14 +657,18 @@ static void cmd_read_params(const pk_frame *f, pk_msg *m)
 
 static void cmd_write_params(const pk_frame *f, pk_msg *m)
 {
-    if (f->len < 4u)
+    if (bad_length(f, m, f->len > 4u, "WRITE_PARAMS takes u32 offset + 1..1020 bytes"))
     {
-        error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "WRITE_PARAMS takes u32 offset + bytes");
         return;
     }
     uint32_t off = pk_get_u32(f->payload), n = f->len - 4u;
     if (!params_range(f, m, off, n))
     {
+        return;
+    }
+    if (params_check(off, f->payload + 4, n) >= 0)
+    {
+        error_msg(m, f->seq, PK_E_BAD_ARG, f->type, "a bias outside its limit (it could overflow the accumulator)");
         return;
     }
     params_copy(off, (uint8_t *)(uintptr_t)(f->payload + 4), n, 1);
@@ -570,12 +719,11 @@ static void cmd_set_lr(const pk_frame *f, pk_msg *m)
 
 static void cmd_save(const pk_frame *f, pk_msg *m)
 {
-    #if BOARD_CKPT_SLOT_BYTES > 0
-    if (f->len != 0u && f->len != 4u)
+    if (bad_length(f, m, f->len == 0u || f->len == 4u, "SAVE takes nothing (or u32 cut-after for tests)"))
     {
-        error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "SAVE takes nothing (or u32 cut-after for tests)");
         return;
     }
+    #if BOARD_CKPT_SLOT_BYTES > 0
     if (f->len == 4u)
     {
         if (!BOARD_TEST_HOOKS)
@@ -606,12 +754,11 @@ static void cmd_save(const pk_frame *f, pk_msg *m)
 
 static void cmd_load(const pk_frame *f, pk_msg *m)
 {
-    #if BOARD_CKPT_SLOT_BYTES > 0
-    if (f->len != 0u)
+    if (bad_length(f, m, f->len == 0u, "LOAD takes no payload"))
     {
-        error_msg(m, f->seq, PK_E_BAD_LENGTH, f->type, "LOAD takes nothing");
         return;
     }
+    #if BOARD_CKPT_SLOT_BYTES > 0
     if (!ckpt_load_newest())
     {
         error_msg(m, f->seq, PK_E_NO_CKPT, f->type, "no valid checkpoint for this model");
@@ -628,11 +775,305 @@ static void cmd_load(const pk_frame *f, pk_msg *m)
 }
 #endif
 
+/* ---------------------------------------------------------------- chunked transfers */
+
+static void cmd_read_output(const pk_frame *f, pk_msg *m)
+{
+    if (bad_length(f, m, f->len == 6u, "READ_OUTPUT takes u32 offset, u16 length"))
+    {
+        return;
+    }
+    uint32_t off = pk_get_u32(f->payload), n = pk_get_u16(f->payload + 4), total = outputs_total();
+    if (n > PK_MAX_PAYLOAD - 4u)
+    {
+        error_msg(m, f->seq, PK_E_TOO_LARGE, f->type, "READ_OUTPUT length over max payload - 4");
+        return;
+    }
+    if (off > total || n > total - off)
+    {
+        error_msg(m, f->seq, PK_E_BAD_ARG, f->type, "READ_OUTPUT past the end of the outputs");
+        return;
+    }
+    pk_msg_start(m, PK_T_READ_OUTPUT | PK_T_RESPONSE, f->seq);
+    pk_msg_u32(m, off);
+    outputs_read(off, pk_msg_reserve(m, n), n);
+}
+
+/* n bytes at transfer position pos into the kind's destination */
+static void xfer_write(uint32_t pos, const uint8_t *src, uint32_t n)
+{
+    if (xfer.kind == PK_X_INFER)
+    {
+        inputs_write(pos, src, n);
+        return;
+    }
+#if HAVE_TRAINING
+    if (xfer.kind == PK_X_TRAIN)
+    {
+        if (pos < LABEL_BYTES)
+        {
+            uint32_t k = LABEL_BYTES - pos < n ? LABEL_BYTES - pos : n;
+            memcpy(label_buf + pos, src, k);
+            pos += k;
+            src += k;
+            n -= k;
+        }
+        if (n)
+        {
+            memcpy((uint8_t *)pockmcu_input(0) + (pos - LABEL_BYTES), src, n);
+        }
+        return;
+    }
+    params_copy(xfer.off + pos, (uint8_t *)(uintptr_t)src, n, 1);
+#endif
+}
+
+/* CRC-32 of the transfer's destination as it is now */
+static uint32_t xfer_crc(void)
+{
+    uint32_t crc = 0;
+    if (xfer.kind == PK_X_INFER)
+    {
+        for (int i = 0; i < POCKMCU_NUM_INPUTS; i++)
+        {
+            crc = pk_crc32(crc, pockmcu_input(i), pockmcu_input_bytes(i));
+        }
+        return crc;
+    }
+#if HAVE_TRAINING
+    if (xfer.kind == PK_X_TRAIN)
+    {
+        crc = pk_crc32(crc, label_buf, LABEL_BYTES);
+        return pk_crc32(crc, pockmcu_input(0), pockmcu_input_bytes(0));
+    }
+    uint32_t off = xfer.off, n = xfer.total;
+    for (int k = 0; k < POCKMCU_NUM_TRAINABLE && n; k++)
+    {
+        uint32_t b = 0;
+        const uint8_t *t = (const uint8_t *)pockmcu_param_tensor(k, &b);
+        if (off >= b)
+        {
+            off -= b;
+            continue;
+        }
+        uint32_t c = b - off < n ? b - off : n;
+        crc = pk_crc32(crc, t + off, c);
+        n -= c;
+        off = 0;
+    }
+#endif
+    return crc;
+}
+
+static void cmd_xfer_begin(const pk_frame *f, pk_msg *m)
+{
+    if (bad_length(
+            f, m, f->len == 20u, "XFER_BEGIN takes u32 xid, u8 kind, u8 0, u16 chunk, u32 offset, u32 total, u32 crc"))
+    {
+        return;
+    }
+    const uint8_t *p = f->payload;
+    uint32_t xid = pk_get_u32(p), kind = p[4], chunk = pk_get_u16(p + 6);
+    uint32_t off = pk_get_u32(p + 8), total = pk_get_u32(p + 12), crc = pk_get_u32(p + 16);
+    uint32_t want = total;
+    if (p[5] != 0u || chunk == 0u || chunk > PK_XFER_MAX_CHUNK)
+    {
+        error_msg(m, f->seq, PK_E_BAD_ARG, f->type, "XFER_BEGIN: chunk must be 1..1016 bytes, byte 5 zero");
+        return;
+    }
+    if (kind == PK_X_INFER)
+    {
+        want = inputs_total();
+    }
+    else if (kind == PK_X_TRAIN || kind == PK_X_PARAMS)
+    {
+#if HAVE_TRAINING
+        uint32_t pb = params_bytes();
+        if (kind == PK_X_TRAIN)
+        {
+            want = LABEL_BYTES + pockmcu_input_bytes(0);
+        }
+        else if (total == 0u || off > pb || total > pb - off)
+        {
+            error_msg(m, f->seq, PK_E_BAD_ARG, f->type, "XFER_BEGIN: parameter range past the end");
+            return;
+        }
+#else
+        error_msg(m, f->seq, PK_E_NO_TRAINING, f->type, "model generated without --train");
+        return;
+#endif
+    }
+    else
+    {
+        error_msg(m, f->seq, PK_E_BAD_ARG, f->type, "XFER_BEGIN: unknown transfer kind");
+        return;
+    }
+    if (total != want || (kind != PK_X_PARAMS && off != 0u))
+    {
+        error_msg(m, f->seq, PK_E_BAD_ARG, f->type, "XFER_BEGIN: wrong total for this kind (INFO), or offset not 0");
+        return;
+    }
+    uint8_t state = 0;
+    uint32_t next = 0;
+    if (xdone.valid && xdone.xid == xid)
+    {
+        if (xdone.kind != kind || xdone.off != off || xdone.total != total || xdone.crc != crc)
+        {
+            error_msg(m, f->seq, PK_E_XFER, f->type, "transfer id already committed with other data");
+            return;
+        }
+        state = 1; /* already applied: COMMIT answers its result again */
+        next = total;
+    }
+    else
+    {
+        if (!(xfer.active && xfer.xid == xid && xfer.kind == kind && xfer.off == off && xfer.total == total &&
+              xfer.crc == crc))
+        {
+            xfer.active = 1; /* a new transfer (any other one is abandoned) */
+            xfer.xid = xid;
+            xfer.kind = (uint8_t)kind;
+            xfer.off = off;
+            xfer.total = total;
+            xfer.crc = crc;
+            xfer.done = 0;
+        }
+        xfer.chunk = chunk; /* the same transfer again: resume, possibly with another chunk size */
+        next = xfer.done - xfer.done % chunk;
+    }
+    pk_msg_start(m, PK_T_XFER_BEGIN | PK_T_RESPONSE, f->seq);
+    pk_msg_u32(m, xid);
+    pk_msg_u8(m, state);
+    pk_msg_u8(m, 0);
+    pk_msg_u16(m, (uint16_t)chunk);
+    pk_msg_u32(m, next);
+}
+
+static void cmd_xfer_chunk(const pk_frame *f, pk_msg *m)
+{
+    if (bad_length(f, m, f->len > 8u, "XFER_CHUNK takes u32 xid, u32 offset, 1..1016 bytes"))
+    {
+        return;
+    }
+    uint32_t xid = pk_get_u32(f->payload), pos = pk_get_u32(f->payload + 4), n = f->len - 8u;
+    const uint8_t *data = f->payload + 8;
+    if (!xfer.active || xfer.xid != xid)
+    {
+        error_msg(m, f->seq, PK_E_XFER, f->type, "no such transfer: XFER_BEGIN first");
+        return;
+    }
+    if (pos % xfer.chunk != 0u || pos >= xfer.total)
+    {
+        error_msg(m, f->seq, PK_E_XFER, f->type, "chunk offset is not a chunk boundary inside the transfer");
+        return;
+    }
+    if (bad_length(f,
+                   m,
+                   n == (xfer.total - pos < xfer.chunk ? xfer.total - pos : xfer.chunk),
+                   "a chunk is exactly the transfer's chunk size (the last one: the rest)"))
+    {
+        return;
+    }
+    if (pos > xfer.done)
+    {
+        error_msg(m, f->seq, PK_E_XFER, f->type, "chunk out of order: XFER_BEGIN again tells where to resume");
+        return;
+    }
+#if HAVE_TRAINING
+    if (xfer.kind == PK_X_PARAMS && params_check(xfer.off + pos, data, n) >= 0)
+    {
+        error_msg(m, f->seq, PK_E_BAD_ARG, f->type, "a bias outside its limit (it could overflow the accumulator)");
+        return;
+    }
+#endif
+    xfer_write(pos, data, n);
+    if (pos + n > xfer.done)
+    {
+        xfer.done = pos + n;
+    }
+    pk_msg_start(m, PK_T_XFER_CHUNK | PK_T_RESPONSE, f->seq);
+    pk_msg_u32(m, xid);
+    pk_msg_u32(m, xfer.done);
+}
+
+static void cmd_xfer_commit(const pk_frame *f, pk_msg *m)
+{
+    if (bad_length(f, m, f->len == 4u || f->len == 8u, "XFER_COMMIT takes u32 xid (kind TRAIN: and u32 sample id)"))
+    {
+        return;
+    }
+    uint32_t xid = pk_get_u32(f->payload);
+    if (xdone.valid && xdone.xid == xid)
+    {
+        st.dups++; /* applied already: the same answer again, nothing applied */
+        pk_msg_start(m, xdone.type, f->seq);
+        pk_msg_put(m, xdone.payload, xdone.len);
+        return;
+    }
+    if (!xfer.active || xfer.xid != xid)
+    {
+        error_msg(m, f->seq, PK_E_XFER, f->type, "no such transfer: XFER_BEGIN first");
+        return;
+    }
+    if (bad_length(f, m, (f->len == 8u) == (xfer.kind == PK_X_TRAIN), "XFER_COMMIT: u32 sample id for TRAIN only"))
+    {
+        return;
+    }
+    if (xfer.done < xfer.total)
+    {
+        error_msg(m, f->seq, PK_E_XFER, f->type, "transfer incomplete: XFER_BEGIN again tells where to resume");
+        return;
+    }
+    if (xfer_crc() != xfer.crc)
+    {
+        xfer.done = 0;
+        error_msg(m, f->seq, PK_E_XFER, f->type, "transfer CRC mismatch: send every chunk again");
+        return;
+    }
+    xfer.active = 0; /* the data is consumed (a training step or an inference may overwrite the inputs) */
+    pk_msg_start(m, PK_T_XFER_COMMIT | PK_T_RESPONSE, f->seq);
+    pk_msg_u32(m, xid);
+    pk_msg_u8(m, xfer.kind);
+    pk_msg_u8(m, 0);
+    pk_msg_u16(m, 0);
+    if (xfer.kind == PK_X_INFER)
+    {
+        if (infer_now(f, m))
+        {
+            pk_msg_u32(m, outputs_total());
+        }
+    }
+#if HAVE_TRAINING
+    else if (xfer.kind == PK_X_TRAIN)
+    {
+        train_now(f, m, pk_get_u32(f->payload + 4));
+    }
+    else
+    {
+        pk_msg_u32(m, xfer.off);
+        pk_msg_u32(m, xfer.total);
+    }
+#endif
+    /* remember the answer, result or ERROR: a repeated COMMIT gets it again */
+    xdone.valid = 1;
+    xdone.xid = xid;
+    xdone.kind = xfer.kind;
+    xdone.off = xfer.off;
+    xdone.total = xfer.total;
+    xdone.crc = xfer.crc;
+    xdone.type = m->buf[0];
+    xdone.len = (uint8_t)(m->len - PK_HEADER_BYTES);
+    memcpy(xdone.payload, m->buf + PK_HEADER_BYTES, xdone.len);
+}
+
 /* ---------------------------------------------------------------- dispatch */
 
-static int is_idempotent(uint8_t t)
+/* requests not remembered for retransmissions: they change nothing, or (XFER_*) they carry their own
+ * transfer id and are safe to repeat */
+static int not_remembered(uint8_t t)
 {
-    return t == PK_T_INFO || t == PK_T_STATS || t == PK_T_READ_PARAMS || t == PK_T_PING || t == PK_T_PROFILE;
+    return t == PK_T_INFO || t == PK_T_STATS || t == PK_T_READ_PARAMS || t == PK_T_PING || t == PK_T_PROFILE ||
+        t == PK_T_READ_OUTPUT || t == PK_T_XFER_BEGIN || t == PK_T_XFER_CHUNK || t == PK_T_XFER_COMMIT;
 }
 
 static int execute(const pk_frame *f, pk_msg *m)
@@ -660,10 +1101,30 @@ static int execute(const pk_frame *f, pk_msg *m)
     case PK_T_PROFILE:
         cmd_profile(f, m);
         return BOARD_ACT_NONE;
+    case PK_T_READ_OUTPUT:
+        cmd_read_output(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_XFER_BEGIN:
+        cmd_xfer_begin(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_XFER_CHUNK:
+        cmd_xfer_chunk(f, m);
+        return BOARD_ACT_NONE;
+    case PK_T_XFER_COMMIT:
+        cmd_xfer_commit(f, m);
+        return BOARD_ACT_NONE;
     case PK_T_RESET:
+        if (bad_length(f, m, f->len == 0u, "RESET takes no payload"))
+        {
+            return BOARD_ACT_NONE;
+        }
         pk_msg_start(m, PK_T_RESET | PK_T_RESPONSE, f->seq);
         return BOARD_ACT_RESET;
     case PK_T_BOOTLOADER:
+        if (bad_length(f, m, f->len == 0u, "BOOTLOADER takes no payload"))
+        {
+            return BOARD_ACT_NONE;
+        }
         if (!board_can_enter_bootloader())
         {
             error_msg(m, f->seq, PK_E_UNSUPPORTED, f->type, "this board has no bootloader to enter");
@@ -740,7 +1201,7 @@ int board_app_byte(uint8_t b)
         pk_msg_send(&resp, put_byte, NULL);
         return BOARD_ACT_NONE;
     }
-    if (is_idempotent(f.type))
+    if (not_remembered(f.type))
     {
         execute(&f, &resp);
         pk_msg_finish(&resp);

@@ -26,6 +26,10 @@
 #define PK_T_BOOTLOADER 0x0Eu
 #define PK_T_PING 0x0Fu
 #define PK_T_PROFILE 0x10u
+#define PK_T_XFER_BEGIN 0x11u  /* chunked transfer: start (or resume) transfer xid */
+#define PK_T_XFER_CHUNK 0x12u  /* chunked transfer: one fixed-size chunk */
+#define PK_T_XFER_COMMIT 0x13u /* chunked transfer: check the whole CRC, apply once */
+#define PK_T_READ_OUTPUT 0x14u /* a range of the outputs of the last inference */
 #define PK_T_RESPONSE 0x80u
 #define PK_T_ERROR 0x7Fu
 
@@ -39,9 +43,17 @@
 #define PK_E_MODEL 11
 #define PK_E_TOO_LARGE 12
 #define PK_E_UNSUPPORTED 13
+#define PK_E_XFER 14 /* chunked transfer: no such transfer, chunk out of order, incomplete, CRC mismatch */
 
-#define PK_PROTOCOL_VERSION 1u
-#define PK_FIRMWARE_VERSION 0x0100u
+/* chunked transfer kinds (XFER_BEGIN) */
+#define PK_X_TRAIN 1u  /* label, then input 0; COMMIT applies one training step */
+#define PK_X_INFER 2u  /* all inputs concatenated; COMMIT runs one inference (outputs: READ_OUTPUT) */
+#define PK_X_PARAMS 3u /* a range of the parameters (written as chunks arrive, checked against the limits) */
+/* largest chunk: the payload less XFER_CHUNK's u32 xid and u32 offset */
+#define PK_XFER_MAX_CHUNK (PK_MAX_PAYLOAD - 8u)
+
+#define PK_PROTOCOL_VERSION 2u
+#define PK_FIRMWARE_VERSION 0x0200u
 
 /* what the platform must do after the response went out */
 #define BOARD_ACT_NONE 0

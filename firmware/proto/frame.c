@@ -49,7 +49,11 @@ int pk_rx_feed(pk_rx *rx, uint8_t byte, pk_frame *out)
     {
         return -PK_ERR_COBS;
     }
-    if ((uint32_t)d < PK_HEADER_BYTES + PK_CRC_BYTES || (uint32_t)d > PK_MAX_DECODED)
+    if ((uint32_t)d > PK_MAX_DECODED)
+    {
+        return -PK_ERR_TOO_LONG; /* fits the receive buffer, but the payload is over PK_MAX_PAYLOAD */
+    }
+    if ((uint32_t)d < PK_HEADER_BYTES + PK_CRC_BYTES)
     {
         return -PK_ERR_TOO_SHORT;
     }

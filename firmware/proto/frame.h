@@ -15,6 +15,8 @@
 
 #include "cobs.h"
 
+/* The one frame-size limit: firmware/PROTOCOL.md states it, pockmcu/board/protocol.py has the same
+ * numbers (tests/test_serial_protocol.py checks that the three agree). */
 #define PK_MAX_PAYLOAD 1024u
 #define PK_HEADER_BYTES 3u
 #define PK_CRC_BYTES 4u
@@ -23,9 +25,10 @@
 #define PK_SEQ_NONE 0xFFFFu /* seq of error frames about frames too damaged to read */
 
 /* frame-level errors (also the first payload byte of the error frame) */
-#define PK_ERR_CRC 1       /* CRC-32 mismatch */
-#define PK_ERR_COBS 2      /* not valid COBS */
-#define PK_ERR_TOO_LONG 3  /* more than PK_MAX_ENCODED bytes before a delimiter */
+#define PK_ERR_CRC 1  /* CRC-32 mismatch */
+#define PK_ERR_COBS 2 /* not valid COBS */
+#define PK_ERR_TOO_LONG                                                                                                \
+    3 /* more than PK_MAX_ENCODED bytes before a delimiter, or decodes to more than PK_MAX_DECODED */
 #define PK_ERR_TOO_SHORT 4 /* decoded to fewer than 7 bytes */
 
 typedef struct

@@ -1,20 +1,23 @@
 /*
- * The board runtime compiled for the host (fuzzing, tests/test_board_host.py):
- * the same protocol handler, checkpoint code and flash driver as on the
- * device, with the generated model, a simulated flash and stdin/stdout as
- * the UART. Reads the whole byte stream from stdin, writes every response
- * to stdout. RESET and BOOTLOADER requests and power cuts (SAVE with a cut
- * budget) reboot: the RAM state is re-initialised, the simulated flash (and
- * the checkpoints in it) stays.
+ * The board runtime compiled for the host (fuzzing, tests/test_board_host.py,
+ * and a fast device over a socket: pockmcu/board/emulate.py HostBoard): the
+ * same protocol handler, checkpoint code and flash driver as on the device,
+ * with the generated model, a simulated flash and stdin/stdout as the UART.
+ * Handles stdin as it arrives (whatever read() returns), flushing the
+ * responses after each piece, until end of input. RESET and BOOTLOADER
+ * requests and power cuts (SAVE with a cut budget) reboot: the RAM state is
+ * re-initialised, the simulated flash (and the checkpoints in it) stays.
  *
  * Build (pockmcu/board/firmware.py build_host_harness): cc -I<dir with a
  * host board_config.h> -IOUT -IOUT/kernels -IOUT/firmware OUT/model.c
  * OUT/weights.c OUT/kernels/(all .c) OUT/firmware/proto/host_harness.c -lm
  */
+#define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "board_config.h"
 
@@ -53,33 +56,12 @@ void board_memory_use(uint32_t *ram_used, uint32_t *stack_used, uint32_t *flash_
 
 int board_can_enter_bootloader(void) { return 1; }
 
-static unsigned char *data;
+static unsigned char data[1u << 16];
 static size_t len, pos;
+static unsigned long total;
 
 int main(void)
 {
-    size_t cap = 1u << 16;
-    data = malloc(cap);
-    if (data == NULL)
-    {
-        return 3;
-    }
-    for (;;)
-    {
-        size_t n = fread(data + len, 1, cap - len, stdin);
-        len += n;
-        if (len < cap)
-        {
-            break;
-        }
-        cap *= 2;
-        unsigned char *d = realloc(data, cap);
-        if (d == NULL)
-        {
-            return 3;
-        }
-        data = d;
-    }
     memset(sim_flash, 0, sizeof sim_flash);
     if (setjmp(reboot) != 0)
     {
@@ -87,17 +69,27 @@ int main(void)
         board_flash_cut_budget = -1;
     }
     board_app_init();
-    while (pos < len)
+    for (;;)
     {
-        int act = board_app_byte(data[pos++]);
-        if (act != BOARD_ACT_NONE)
+        while (pos < len)
         {
-            fflush(stdout);
-            longjmp(reboot, 1);
+            int act = board_app_byte(data[pos++]);
+            if (act != BOARD_ACT_NONE)
+            {
+                fflush(stdout);
+                longjmp(reboot, 1);
+            }
         }
+        fflush(stdout);
+        ssize_t n = read(0, data, sizeof data);
+        if (n <= 0)
+        {
+            break;
+        }
+        len = (size_t)n;
+        pos = 0;
+        total += (unsigned long)n;
     }
-    fflush(stdout);
-    fprintf(stderr, "HARNESS bytes=%lu reboots=%lu cuts=%lu\n", (unsigned long)len, reboots, cuts);
-    free(data);
+    fprintf(stderr, "HARNESS bytes=%lu reboots=%lu cuts=%lu\n", total, reboots, cuts);
     return 0;
 }

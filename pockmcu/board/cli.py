@@ -375,7 +375,8 @@ def add_commands(sub) -> None:
                        help="serial device (/dev/ttyACM0) or pyserial URL (socket://127.0.0.1:N)")
         p.add_argument("--baud", type=int, default=115200, help="baud rate of a serial device (default 115200)")
         p.add_argument("--timeout", type=float, default=None,
-                       help="seconds to wait for an answer before resending (default 0.25 on sockets, 0.5)")
+                       help="seconds to wait for the first answer of each kind before resending (default 0.25 on "
+                            "sockets, 0.5); later waits follow the measured round trip, doubling after silence")
 
     e = sub.add_parser("emulate", help="run a QEMU machine as a board, UART0 on a TCP port",
                        description="Start QEMU with the pockmcu bootloader and the board app of OUT (or the "

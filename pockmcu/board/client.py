@@ -2,16 +2,27 @@
 URL (socket://127.0.0.1:PORT for QEMU, rfc2217://, loop://).
 
 Stop-and-wait with retransmission: every request carries a sequence number; the host resends it
-when the answer does not come within the timeout, when the answer arrives damaged, or when the device
-reports that it received a damaged frame. The device answers a repeated request from its cache
-without applying it again, so each request - each training sample - is applied exactly once.
+when the answer does not come within the timeout (waiting longer after each silent attempt: back-off),
+at once when the answer arrives damaged or when the device reports that it received a damaged frame.
+The device answers a repeated request from its cache without applying it again, so each request -
+each training sample - is applied exactly once.
+
+Payloads longer than a good frame on this line travel as a chunked transfer (firmware/PROTOCOL.md,
+"Chunked transfers"): XFER_BEGIN, fixed-size XFER_CHUNKs (each checked by its frame CRC and
+acknowledged), XFER_COMMIT (the device checks the whole payload's CRC-32, applies it once and
+remembers the transfer id with its answer). The chunk size follows the damage seen on the line: a
+frame of n bytes survives a byte error rate p with probability (1-p)^n, so long frames never get
+through a noisy line; the client estimates p from its failed attempts and picks the chunk size
+with the least expected cost per byte.
 """
 
 from __future__ import annotations
 
+import math
 import socket
 import struct
 import time
+import zlib
 from dataclasses import dataclass, field
 
 import serial
@@ -33,6 +44,10 @@ class DeviceError(PockError):
 
 class NoAnswer(PockError):
     pass
+
+
+class _Rechunk(Exception):
+    """Internal: restart a transfer with XFER_BEGIN at another chunk size."""
 
 
 class Link:
@@ -129,21 +144,81 @@ class LinkStats:
     bad_frames_received: int = 0
     device_frame_errors: int = 0     # error frames: the device got a damaged frame
     stale_frames: int = 0            # answers to an earlier attempt or request
+    transfers: int = 0               # chunked transfers committed
+    chunks: int = 0                  # XFER_CHUNK requests (first attempts)
+    transfer_restarts: int = 0       # XFER_BEGIN again after an E_XFER refusal or a chunk size change
     by_reason: dict = field(default_factory=dict)
+
+
+#: chunk sizes the client chooses from (bytes of data per XFER_CHUNK / READ_* request)
+CHUNK_SIZES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, P.XFER_MAX_CHUNK)
+#: bytes a round trip costs besides the data: the request's header, CRC, COBS and delimiters, the answer
+ROUND_TRIP_OVERHEAD = 40
+#: the damage estimate before anything is measured, and how fast old attempts are forgotten
+PRIOR_ERRORS, PRIOR_BYTES, FORGET = 0.01, 10_000.0, 0.98
+#: attempts at one chunk before the transfer continues with a smaller chunk size
+CHUNK_ATTEMPTS = 16
 
 
 class Client:
     """Requests with retransmission. `timeout`: seconds to wait for an answer before resending."""
 
-    def __init__(self, link: Link, timeout: float | None = None, retries: int = 60):
+    def __init__(self, link: Link, timeout: float | None = None, retries: int = 60, chunk: int | None = None):
         self.link = link
+        # the wait for an answer before any round trip of that request type is measured; afterwards
+        # the wait is 4x the measured round trip (at least min_wait), doubling after each silent attempt
         self.timeout = timeout if timeout is not None else (0.25 if link.is_socket else 0.5)
+        self.min_wait = 0.005 if link.is_socket else 0.02
         self.retries = retries
         self.seq = 0
+        self.xid = 0
         self.deframer = P.Deframer()
         self.stats = LinkStats()
         self.info: P.Info | None = None
         self.rtt: dict[int, float] = {}   # per request type: smoothed round trip of first attempts
+        self.fixed_chunk = chunk          # None: adapt the chunk size to the damage seen
+        self._err = PRIOR_ERRORS          # decaying count of failed attempts ...
+        self._bytes = PRIOR_BYTES         # ... over the bytes they carried: the byte error estimate
+        # a round trip's fixed cost in byte times: the turnaround of a serial line (~2 ms), or the
+        # per-frame cost of a socket through userspace (about 256 bytes' worth)
+        self.latency_bytes = 256.0 if link.is_socket else 0.002 * link.baudrate / 10.0
+
+    # ------------------------------------------------------------ damage estimate, chunk size
+
+    def _observe(self, ok: bool, nbytes: int) -> None:
+        """One attempt's outcome: a failure is (about) one damaged byte among the bytes it carried."""
+        self._err = self._err * FORGET + (0.0 if ok else 1.0)
+        self._bytes = self._bytes * FORGET + nbytes
+
+    @property
+    def byte_error_rate(self) -> float:
+        """Estimated probability that a byte on the line (either way) is damaged."""
+        return min(0.5, self._err / max(self._bytes, 1.0))
+
+    def _cost(self, nbytes: int) -> float:
+        """Expected byte times to get one round trip carrying nbytes through: each attempt costs the
+        frames and the latency, and succeeds with probability (1-p)^(frame bytes)."""
+        n = nbytes + ROUND_TRIP_OVERHEAD
+        q = math.exp(n * math.log1p(-self.byte_error_rate))
+        return (n + self.latency_bytes) / max(q, 1e-300)
+
+    def chunk_size(self, limit: int = P.XFER_MAX_CHUNK) -> int:
+        """The chunk size (data bytes per request) with the least expected cost per byte now."""
+        if self.fixed_chunk is not None:
+            return max(1, min(self.fixed_chunk, limit))
+        sizes = [c for c in CHUNK_SIZES if c <= limit] or [limit]
+        return min(sizes, key=lambda c: self._cost(c + 8) / c)
+
+    def _one_frame_is_better(self, nbytes: int) -> bool:
+        """Is one frame of nbytes cheaper than a transfer (BEGIN, chunks, COMMIT) of the same bytes?"""
+        if nbytes > P.MAX_PAYLOAD:
+            return False
+        if self.fixed_chunk is not None:
+            return nbytes <= self.fixed_chunk
+        c = self.chunk_size()
+        full, rest = divmod(nbytes, c)
+        xfer = self._cost(20) + self._cost(8) + full * self._cost(c + 8) + (self._cost(rest + 8) if rest else 0.0)
+        return self._cost(nbytes) <= xfer
 
     def _next_seq(self) -> int:
         self.seq = (self.seq + 1) & 0xFFFF
@@ -159,10 +234,17 @@ class Client:
         """Send one request until its answer arrives; returns the answer's payload."""
         seq = self._next_seq()
         frame = P.encode_frame(type_, seq, payload)
-        base = timeout if timeout is not None else self.timeout
-        # a slow request (a training step of a big model on a slow board) must not be resent while it runs:
-        # wait at least 4x its usual round trip (measured on first attempts only)
-        wait = max(base, 4 * self.rtt.get(type_, 0.0)) + 2 * self._wire_time(len(frame) + 64)
+        if timeout is not None:
+            base = timeout
+        elif type_ in self.rtt:
+            # a slow request (a training step of a big model on a slow board) must not be resent while it
+            # runs: wait 4x its usual round trip (measured on first attempts only)
+            base = max(self.min_wait, 4 * self.rtt[type_])
+        else:
+            base = self.timeout
+        wait0 = base + 2 * self._wire_time(len(frame) + 64)
+        cap = max(wait0, 4 * self.timeout)
+        silent = 0
         retries = self.retries if retries is None else retries
         self.stats.requests += 1
         attempt = 0
@@ -170,6 +252,7 @@ class Client:
         while True:
             self.link.write(frame)
             self.stats.frames_sent += 1
+            wait = min(cap, wait0 * 2 ** silent)      # back-off: longer after each attempt without an answer
             deadline = time.monotonic() + wait
             resend = None
             while resend is None:
@@ -178,6 +261,7 @@ class Client:
                 if not data and time.monotonic() >= deadline:
                     resend = "timeout"
                     self.stats.timeouts += 1
+                    silent += 1
                     break
                 for item in self.deframer.feed(data):
                     if isinstance(item, P.FrameError):
@@ -192,14 +276,17 @@ class Client:
                         self.stats.stale_frames += 1
                         continue
                     if item.type == P.ERROR:
+                        self._observe(True, len(frame) + len(item.payload) + 20)
                         raise DeviceError(item.error_code or 0, type_, item.error_text)
                     if item.type == type_ | P.RESPONSE:
                         if attempt == 0:
                             rtt = time.monotonic() - t_first
                             old = self.rtt.get(type_)
                             self.rtt[type_] = rtt if old is None else 0.8 * old + 0.2 * rtt
+                        self._observe(True, len(frame) + len(item.payload) + 20)
                         return item.payload
                     self.stats.stale_frames += 1
+            self._observe(False, len(frame) + 20)
             attempt += 1
             self.stats.retransmissions += 1
             self.stats.by_reason[resend] = self.stats.by_reason.get(resend, 0) + 1
@@ -226,10 +313,14 @@ class Client:
             self.info = P.Info.parse(raw)
         except ValueError:
             raise PockError(f"{self.link.port}: the device's INFO answer is not from a pockmcu board app") from None
-        if self.info.protocol != 1:
+        if self.info.protocol != P.PROTOCOL_VERSION:
             raise PockError(f"{self.link.port}: the device speaks board protocol {self.info.protocol}, "
-                            f"this pockmcu speaks 1; flash matching firmware")
+                            f"this pockmcu speaks {P.PROTOCOL_VERSION}; flash matching firmware")
+        if self.info.max_payload != P.MAX_PAYLOAD:
+            raise PockError(f"{self.link.port}: the device's frames carry up to {self.info.max_payload} bytes, "
+                            f"this pockmcu's {P.MAX_PAYLOAD}; flash matching firmware")
         self.seq = self.info.last_seq  # the next request gets last + 1: never mistaken for a repeat
+        self.xid = self.info.last_xid  # the next transfer gets last + 1: never the committed one
         return self.info
 
     def get_info(self) -> P.Info:
@@ -240,11 +331,92 @@ class Client:
         return P.Stats.parse(self.request(P.STATS))
 
     def infer(self, x: bytes) -> bytes:
-        return self.request(P.INFER, x)
+        """One inference on x (all inputs concatenated) -> all outputs concatenated. One INFER frame when
+        that is the cheaper way, else a chunked transfer and READ_OUTPUT in chunks."""
+        out_b = self.info.output_bytes if self.info is not None else None
+        if out_b is not None and out_b <= P.MAX_PAYLOAD and self._one_frame_is_better(len(x)):
+            return self.request(P.INFER, x)
+        _, _, res = self.transfer(P.X_INFER, x)
+        (n,) = struct.unpack_from("<I", res, 0)
+        return self._read_range(P.READ_OUTPUT, n)
 
-    def stage_input(self, x: bytes, chunk: int = 1016) -> None:
-        """STAGE_INPUT in pieces: for inputs that do not fit one frame (then INFER with no payload)."""
-        self._chunked(P.STAGE_INPUT, lambda off, n: struct.pack("<I", off) + x[off:off + n], len(x), chunk)
+    def stage_input(self, x: bytes, chunk: int | None = None) -> None:
+        """STAGE_INPUT in pieces (then INFER or TRAIN with no input); infer() and train() send long
+        inputs as chunked transfers instead."""
+        off = 0
+        while off < len(x):
+            n = min(chunk or self.chunk_size(P.MAX_PAYLOAD - 4), len(x) - off)
+            self.request(P.STAGE_INPUT, struct.pack("<I", off) + x[off:off + n])
+            off += n
+
+    # ------------------------------------------------------------ chunked transfers
+
+    def _next_xid(self) -> int:
+        self.xid = (self.xid + 1) & 0xFFFFFFFF
+        return self.xid
+
+    def transfer(self, kind: int, data: bytes, offset: int = 0, commit: bytes = b"",
+                 max_restarts: int = 20) -> tuple[int, int, bytes]:
+        """One chunked transfer (PROTOCOL.md): XFER_BEGIN, the chunks from where the device says,
+        XFER_COMMIT -> (xid, kind, the commit's result bytes). Applied exactly once on the device.
+        A refusal about the transfer's state (E_XFER: the device lost it, a CRC mismatch) or a chunk
+        that does not get through restarts it with XFER_BEGIN (same id: the device resumes where its
+        data ends), at most max_restarts times."""
+        data = bytes(data)
+        xid, total, crc = self._next_xid(), len(data), zlib.crc32(data) & 0xFFFFFFFF
+        restarts, limit = 0, P.XFER_MAX_CHUNK
+        while True:
+            chunk = self.chunk_size(limit)
+            try:
+                _, state, _, pos = P.parse_begin(self.request(
+                    P.XFER_BEGIN, P.xfer_begin(xid, kind, chunk, total, crc, offset)))
+                while state == 0 and pos < total:
+                    n = min(chunk, total - pos)
+                    self.stats.chunks += 1
+                    try:
+                        # a chunk that keeps failing is too long for this line: after a few attempts,
+                        # continue with the smaller size the damage estimate now prefers
+                        adapt = self.fixed_chunk is None and chunk > CHUNK_SIZES[0]
+                        self.request(P.XFER_CHUNK, P.xfer_chunk(xid, pos, data[pos:pos + n]),
+                                     retries=CHUNK_ATTEMPTS if adapt else None)
+                    except NoAnswer:
+                        if not adapt:
+                            raise
+                        limit = max(CHUNK_SIZES[0], min(self.chunk_size(), chunk // 2))
+                        raise _Rechunk from None
+                    pos += n
+                    limit = P.XFER_MAX_CHUNK      # through: the damage estimate decides again
+                    better = self.chunk_size()
+                    if pos < total and (better >= 4 * chunk or 4 * better <= chunk):
+                        raise _Rechunk      # the line changed a lot: continue with another chunk size
+                res = self.request(P.XFER_COMMIT, struct.pack("<I", xid) + commit)
+            except _Rechunk:
+                self.stats.transfer_restarts += 1
+                continue
+            except DeviceError as exc:
+                if exc.code != P.E_XFER or restarts >= max_restarts:
+                    raise
+                restarts += 1
+                self.stats.transfer_restarts += 1
+                continue
+            self.stats.transfers += 1
+            rxid, rkind, result = P.parse_commit(res)
+            if rxid != xid or rkind != kind:
+                raise PockError(f"{self.link.port}: XFER_COMMIT answered transfer {rxid} kind {rkind}, "
+                                f"not {xid} kind {kind}")
+            return rxid, rkind, result
+
+    def _read_range(self, type_: int, total: int) -> bytes:
+        """READ_PARAMS / READ_OUTPUT over [0, total) in chunks of the current best size."""
+        out = bytearray()
+        while len(out) < total:
+            n = min(self.chunk_size(P.MAX_PAYLOAD - 4), total - len(out))
+            p = self.request(type_, struct.pack("<IH", len(out), n))
+            (off,) = struct.unpack_from("<I", p, 0)
+            if off != len(out) or len(p) - 4 != n:
+                raise PockError(f"{self.link.port}: {P.NAMES[type_]} answered the wrong range")
+            out += p[4:]
+        return bytes(out)
 
     def profile(self) -> P.Profile:
         """PROFILE: the num_ops + 1 timer readings of the last invoke (several frames for many ops)."""
@@ -279,11 +451,7 @@ class Client:
         for i in range(n):
             x = input_bytes[i * in_b:(i + 1) * in_b]
             try:
-                if in_b <= P.MAX_PAYLOAD:
-                    y = self.infer(x)
-                else:
-                    self.stage_input(x)
-                    y = self.infer(b"")
+                y = self.infer(x)
             except DeviceError as exc:
                 raise PockError(f"{port}: sample {i}: {exc}") from None
             if len(y) != out_b:
@@ -313,37 +481,20 @@ class Client:
                          prof.stack_bytes if prof is not None else None, overhead, "")
 
     def train(self, sample_id: int, label: bytes, x: bytes) -> P.TrainResult:
-        return P.TrainResult.parse(self.request(P.TRAIN, struct.pack("<I", sample_id & 0xFFFFFFFF) + label + x))
+        """One training sample, applied exactly once: a TRAIN frame when that is the cheaper way, else a
+        chunked transfer of the label and input 0."""
+        sid = struct.pack("<I", sample_id & 0xFFFFFFFF)
+        if self._one_frame_is_better(4 + len(label) + len(x)):
+            return P.TrainResult.parse(self.request(P.TRAIN, sid + label + x))
+        _, _, res = self.transfer(P.X_TRAIN, label + x, commit=sid)
+        return P.TrainResult.parse(res)
 
-    def _chunked(self, type_: int, make, total: int, chunk: int) -> list[bytes]:
-        """Requests over [0, total) in chunks; a chunk that keeps failing (a bad link damages long
-        frames more often) is retried at half the size, down to 64 bytes."""
-        answers, off = [], 0
-        while off < total:
-            n = min(chunk, total - off)
-            try:
-                answers.append(self.request(type_, make(off, n), retries=None if chunk <= 64 else 6))
-            except NoAnswer:
-                if chunk <= 64:
-                    raise
-                chunk //= 2
-                continue
-            off += n
-        return answers
+    def read_params(self, total: int) -> bytes:
+        return self._read_range(P.READ_PARAMS, total)
 
-    def read_params(self, total: int, chunk: int = 1016) -> bytes:
-        out = bytearray()
-        for p in self._chunked(P.READ_PARAMS, lambda off, n: struct.pack("<IH", off, n), total, chunk):
-            (off,) = struct.unpack_from("<I", p, 0)
-            if off != len(out):
-                raise PockError(f"{self.link.port}: READ_PARAMS answered the wrong range")
-            out += p[4:]
-        if len(out) != total:
-            raise PockError(f"{self.link.port}: READ_PARAMS answered {len(out)} of {total} bytes")
-        return bytes(out)
-
-    def write_params(self, data: bytes, chunk: int = 1016) -> None:
-        self._chunked(P.WRITE_PARAMS, lambda off, n: struct.pack("<I", off) + data[off:off + n], len(data), chunk)
+    def write_params(self, data: bytes, offset: int = 0) -> None:
+        """A chunked transfer of kind PARAMS; the device refuses a bias outside its limit (DeviceError)."""
+        self.transfer(P.X_PARAMS, data, offset=offset)
 
     def save(self, cut_after: int | None = None, timeout: float = 10.0) -> tuple[int, int]:
         """SAVE a checkpoint -> (seq, slot). cut_after (QEMU test hook): the device stops after that many
@@ -379,10 +530,11 @@ class Client:
 
 
 def open_board(port: str, timeout: float | None = None, connect_timeout: float = 0.0,
-               baudrate: int = 115200) -> Client:
-    """Open `port` and say hello; PockError with one line if nothing usable answers."""
+               baudrate: int = 115200, chunk: int | None = None) -> Client:
+    """Open `port` and say hello; PockError with one line if nothing usable answers. chunk: a fixed
+    chunk size for long payloads (default: adapt to the damage seen on the line)."""
     link = Link(port, baudrate=baudrate, connect_timeout=connect_timeout)
-    client = Client(link, timeout=timeout)
+    client = Client(link, timeout=timeout, chunk=chunk)
     try:
         client.connect()
     except BaseException:

@@ -12,26 +12,24 @@ def crc32(data: bytes) -> int:
 
 
 def encode(data: bytes) -> bytes:
-    """COBS-encode: no zero byte in the result; one byte added per started 254 bytes, plus one."""
+    """COBS-encode: no zero byte in the result; one byte added per started 254 bytes, plus one.
+
+    Each run between zeros becomes 254-byte blocks (code 0xFF, no zero after them) and a last block
+    (code = its length + 1, standing for the zero after it); a run that ends the data with a full
+    254-byte block gets no closing block."""
     out = bytearray()
-    block = bytearray()
-    full_at_end = False
-    for b in data:
-        full_at_end = False
-        if b == 0:
-            out.append(len(block) + 1)
-            out += block
-            block.clear()
-        else:
-            block.append(b)
-            if len(block) == 254:
-                out.append(255)
-                out += block
-                block.clear()
-                full_at_end = True
-    if not full_at_end:          # a 254-byte block that ends the data needs no closing block
-        out.append(len(block) + 1)
-        out += block
+    runs = bytes(data).split(b"\x00")
+    last = len(runs) - 1
+    for k, run in enumerate(runs):
+        i = 0
+        while len(run) - i >= 254:
+            out.append(255)
+            out += run[i:i + 254]
+            i += 254
+        if k == last and run and i == len(run):
+            break                         # ends with a full block: no closing block
+        out.append(len(run) - i + 1)
+        out += run[i:]
     return bytes(out)
 
 

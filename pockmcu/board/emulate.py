@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -122,6 +123,109 @@ class Emulator:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class HostBoard:
+    """The board runtime compiled for this machine (firmware/proto/host_harness.c: the same protocol
+    handler, checkpoint code and simulated flash, the generated model at -O2) behind a loopback TCP
+    port, as a board without QEMU: fast, for the protocol's tests and benchmarks. .url is the pyserial
+    URL. One connection at a time; the device keeps running (and its state) between connections."""
+
+    def __init__(self, out, build_dir=None, port: int | None = None):
+        self.out = Path(out)
+        dest = Path(build_dir) if build_dir is not None else self.out / "build" / "host-board"
+        self.exe = firmware.build_host_harness(self.out, dest, sanitize=False, optimize=True)
+        self.port = port or free_port()
+        if port and port_in_use(port):
+            raise PockError(f"--port {port}: 127.0.0.1:{port} is already in use")
+        self.url = f"socket://127.0.0.1:{self.port}"
+        self.proc = None
+        self.srv = None
+        self.conn = None
+        self.lock = threading.Lock()
+        self.threads: list[threading.Thread] = []
+
+    def start(self) -> "HostBoard":
+        self.proc = subprocess.Popen([str(self.exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, bufsize=0, preexec_fn=_die_with_parent)
+        self.srv = socket.socket()
+        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.srv.bind(("127.0.0.1", self.port))
+        self.srv.listen(1)
+        for target in (self._accept, self._from_device):
+            t = threading.Thread(target=target, daemon=True)
+            t.start()
+            self.threads.append(t)
+        return self
+
+    def _from_device(self) -> None:
+        out = self.proc.stdout
+        while True:
+            try:
+                data = out.read1(65536) if hasattr(out, "read1") else out.read(65536)
+            except (OSError, ValueError):
+                return
+            if not data:
+                return
+            with self.lock:
+                conn = self.conn
+            if conn is not None:          # nobody connected: the bytes go nowhere, as on a UART
+                try:
+                    conn.sendall(data)
+                except OSError:
+                    pass
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.srv.accept()
+            except OSError:
+                return
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self.lock:
+                old, self.conn = self.conn, conn
+            if old is not None:
+                old.close()
+            try:
+                while data := conn.recv(65536):
+                    self.proc.stdin.write(data)
+            except (OSError, ValueError):
+                pass
+            with self.lock:
+                if self.conn is conn:
+                    self.conn = None
+            conn.close()
+
+    def stop(self) -> None:
+        if self.srv is not None:
+            try:
+                self.srv.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.srv.close()
+        with self.lock:
+            conn, self.conn = self.conn, None
+        if conn is not None:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            conn.close()
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()      # end of input: the runtime ends
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+        for t in self.threads:
+            t.join(timeout=2)
 
     def __enter__(self):
         return self.start()

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..build import project_dir, require_tool, run_make
 from ..errors import PockError
+from ..frontend import load_model
 from ..targets import get_target
 
 APP_OFFSET = 0x10000           # QEMU: bootloader size, the application starts here
@@ -127,7 +128,46 @@ def model_hash(out) -> bytes:
     return h.digest()[:8]
 
 
-def config_text(layout: Layout, hash8: bytes, default_lr: float, test_hooks: bool) -> str:
+#: |x - zero_point| of an int8 input and |w| of an int8 weight are at most 256 and 128: each product
+#: an accumulator adds is at most 2^15 in magnitude (also with the input offset folded into the bias)
+PRODUCT_BOUND = 256 * 128
+NO_LIMIT = -1
+
+
+def param_limits(out) -> list[int]:
+    """Per trainable tensor (plan.json order): the largest |value| a written int32 bias may take so that
+    its op's accumulator, bias + K products (K: the weights per output channel), stays inside int32
+    for ANY int8 weights and inputs: 2^31 - 1 - K * 2^15 (0 if K is that large). int8 tensors: -1,
+    no limit. The board app refuses WRITE_PARAMS / parameter chunks that break a limit
+    (firmware/PROTOCOL.md, "Parameter limits")."""
+    plan = read_plan(out)
+    tr = (plan.get("training") or {}).get("trainable") or []
+    if not any(t["dtype"] == "int32" for t in tr):
+        return [NO_LIMIT] * len(tr)
+    src = Path(out) / plan.get("model_file", "original.tflite")
+    g = load_model(src)
+    depth: dict[str, int] = {}     # bias tensor -> products per output channel
+    for op in g.ops:
+        ins = [g.tensors[i] for i in op.inputs if i in g.tensors]
+        w = [t for t in ins if t.dtype == "int8" and t.is_const]
+        for b in ins:
+            if b.dtype == "int32" and b.size and w:
+                depth[b.name] = max(depth.get(b.name, 0), max(t.size for t in w) // b.size)
+    worst = max(depth.values(), default=0)
+    if worst == 0:
+        worst = max((t.size for t in g.tensors.values() if t.dtype == "int8" and t.is_const), default=1 << 16)
+    limits = []
+    for t in tr:
+        if t["dtype"] != "int32":
+            limits.append(NO_LIMIT)
+            continue
+        k = depth.get(t["tensor"], worst)   # not found: the deepest accumulation in the model (safe)
+        limits.append(max(0, (1 << 31) - 1 - k * PRODUCT_BOUND))
+    return limits
+
+
+def config_text(layout: Layout, hash8: bytes, default_lr: float, test_hooks: bool,
+                limits: list[int] | None = None) -> str:
     def hx(v: int) -> str:
         return f"0x{v:08X}u"
 
@@ -155,6 +195,8 @@ def config_text(layout: Layout, hash8: bytes, default_lr: float, test_hooks: boo
         f"#define BOARD_TEST_HOOKS {1 if test_hooks else 0}",
         f"#define BOARD_QEMU_UART_BASE {hx(layout.uart_data_addr)}",
         f"#define BOARD_DEFAULT_LR {float(default_lr)!r}f",
+        "/* per trainable tensor: the largest |value| of a written int32 bias, -1 none (param_limits) */",
+        "#define BOARD_PARAM_LIMITS {" + ", ".join(f"{v}" for v in (limits or [NO_LIMIT])) + "}",
         "#ifndef BOARD_RAM_BUDGET",
         "#define BOARD_RAM_BUDGET RAM_BUDGET_FROM_MAKEFILE",
         "#endif",
@@ -177,7 +219,7 @@ def prepare(out, target: str, build: str) -> tuple[Path, Layout, dict]:
     plan = read_plan(out)
     layout = layout_for(target, params_bytes(plan))
     lr = (plan.get("training") or {}).get("optimizer", {}).get("lr", 0.0)
-    text = config_text(layout, model_hash(out), lr, get_target(target).is_qemu)
+    text = config_text(layout, model_hash(out), lr, get_target(target).is_qemu, param_limits(out))
     text = text.replace("RAM_BUDGET_FROM_MAKEFILE", f"{int(plan['ram_budget_bytes'])}u")
     (out / build).mkdir(parents=True, exist_ok=True)
     _write_if_changed(out / build / "board_config.h", text)
@@ -222,21 +264,21 @@ def host_config_text(out) -> str:
     lay = Layout("host", base, max(2 * slot, 4096), base, 0, base, slot, 4096, 4, "board_flash_ram.c", 1,
                  0xF00, 0x20000000, 0x100000, 0x200FFFF0)
     lr = (plan.get("training") or {}).get("optimizer", {}).get("lr", 0.0)
-    text = config_text(lay, model_hash(out), lr, True)
+    text = config_text(lay, model_hash(out), lr, True, param_limits(out))
     return text.replace("RAM_BUDGET_FROM_MAKEFILE", f"{int(plan['ram_budget_bytes'])}u")
 
 
-def build_host_harness(out, dest_dir, sanitize: bool = True) -> Path:
-    """Compile the board runtime with the model for the host (ASan + UBSan by default)."""
-
-
+def build_host_harness(out, dest_dir, sanitize: bool = True, optimize: bool = False) -> Path:
+    """Compile the board runtime with the model for the host (ASan + UBSan by default; optimize=True:
+    -O2 without sanitizers, for a fast device over a socket: pockmcu/board/emulate.py HostBoard)."""
     out = project_dir(out)
     dest = Path(dest_dir)
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "board_config.h").write_text(host_config_text(out))
     exe = dest / "board_host"
     cc = require_tool("gcc")
-    flags = ["-O1", "-g", "-std=c99", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror"]
+    flags = ["-O2" if optimize and not sanitize else "-O1", "-g", "-std=c99", "-ffp-contract=off", "-Wall",
+             "-Wextra", "-Werror"]
     if sanitize:
         flags += ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
     srcs = [out / "model.c", out / "weights.c", *sorted((out / "kernels").glob("*.c")),
