@@ -10,6 +10,7 @@ only the first refusal. ``Inspection.compiles`` is what `pockmcu inspect` turns 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,7 @@ class Inspection:
 
     def add(self, key: str, problem: str) -> None:
         self.problems.append(problem)
+        key = re.sub(r"'[^']*'", "'.'", key)     # tensor and op names vary from model to model
         if key not in self.keys:
             self.keys.append(key)
 
