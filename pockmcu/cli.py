@@ -22,7 +22,7 @@ from .codegen import write_project
 from .compiler import TrainOptions, compile_model, parse_size
 from .errors import PockError
 from .export import export_tflite
-from .inspect import inspect_model
+from .inspect import inspect
 from .runner import run_on_target
 from .search import Searcher, format_table, load_calib, render_plan_html, search_update
 from .sim import load
@@ -167,7 +167,12 @@ def cmd_bench(args) -> int:
 
 
 def cmd_inspect(args) -> int:
-    print(inspect_model(args.model))
+    report = inspect(args.model, numerics=args.numerics)
+    print(report.text())
+    if not report.compiles:
+        sys.stderr.write(f"pockmcu inspect: {Path(args.model).name} does not compile: {len(report.problems)} "
+                         "problem(s), listed above\n")
+        return 2
     return 0
 
 
@@ -294,8 +299,15 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("-o", "--output", metavar="plan.html", help="write a self-contained HTML page here")
     pl.set_defaults(func=cmd_plan)
 
-    i = sub.add_parser("inspect", help="ops, tensors, quantization, MACs and support of a model")
-    i.add_argument("model")
+    i = sub.add_parser("inspect", help="ops, tensors, quantization, MACs and support of a model",
+                       description="Print the model's inputs, outputs and op table (every subgraph of a TFLite "
+                                   "model, every node of an ONNX model the converter refuses), then every "
+                                   "unsupported op, dtype and structure, all at once. Exit status: 0 when the "
+                                   "model compiles (every op, dtype and structure is supported; gen may still "
+                                   "need a larger --ram), 2 when it does not (or the file is not a model).")
+    i.add_argument("model", help=".tflite or .onnx model")
+    i.add_argument("--numerics", choices=["onnxruntime", "tflm"], help="as for gen (default: onnxruntime for "
+                   ".onnx, tflm for .tflite)")
     i.set_defaults(func=cmd_inspect)
     add_board_commands(sub)
     return p

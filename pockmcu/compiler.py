@@ -14,7 +14,7 @@ from .errors import PockError
 from .frontend import load_model
 from .ir import Graph
 from .lifetimes import lifetimes, live_bytes
-from .ops import REGISTRY, opdef
+from .ops import REGISTRY, TFLITE_BUILTINS, opdef
 from .ops.base import op_problems
 from .plan import Plan, plan_memory
 from .stream import MODES as STREAM_MODES
@@ -73,7 +73,11 @@ def check_supported(g: Graph) -> None:
 
 
 def supported_ops() -> list[str]:
-    return sorted(k for k, d in REGISTRY.items() if not d.foldable)
+    """The model-level ops a user can meet (TFLite operator names), not the internal kinds the
+    frontends and the training builder make (MASK_PACK, CONV_2D_WGRAD_UPDATE, UINT8_TO_INT8, ...);
+    constant-folded shape arithmetic (SHAPE, STRIDED_SLICE, PACK) is left out as it is only
+    supported when it folds."""
+    return sorted(name for name, d in TFLITE_BUILTINS.items() if not d.foldable)
 
 
 @dataclass

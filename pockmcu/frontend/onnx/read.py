@@ -23,6 +23,12 @@ ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: 
 QUANT_OPS = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "QLinearAdd", "QGemm",
              "QLinearGlobalAveragePool", "QLinearAveragePool", "QLinearConcat", "QLinearSoftmax",
              "ConvInteger", "MatMulInteger", "DynamicQuantizeLinear"}
+#: op type -> the input positions that carry a scale or a zero point (QLinearConcat: below)
+QPARAM_INPUTS = {"QuantizeLinear": (1, 2), "DequantizeLinear": (1, 2), "QLinearConv": (1, 2, 4, 5, 6, 7),
+                 "QLinearMatMul": (1, 2, 4, 5, 6, 7), "QLinearAdd": (1, 2, 4, 5, 6, 7),
+                 "QLinearMul": (1, 2, 4, 5, 6, 7), "QGemm": (1, 2, 4, 5, 7, 8),
+                 "QLinearGlobalAveragePool": (1, 2, 3, 4), "QLinearAveragePool": (1, 2, 3, 4),
+                 "QLinearSoftmax": (1, 2, 3, 4), "ConvInteger": (2, 3), "MatMulInteger": (2, 3)}
 
 
 def node_attrs(node) -> dict[str, Any]:
@@ -79,6 +85,41 @@ def check_graph(path: Path, graph, supported) -> None:
     if any(n.op_type == "DynamicQuantizeLinear" for n in graph.node):
         raise PockError(f"{path}: dynamically quantized model (DynamicQuantizeLinear computes scales at "
                         "run time); quantize it statically with onnxruntime.quantization.quantize_static")
+    fed = runtime_qparams(graph)
+    if fed:
+        shown = ", ".join(fed[:6]) + (f" and {len(fed) - 6} more" if len(fed) > 6 else "")
+        raise PockError(f"{path}: quantization parameters are graph inputs, given at run time: {shown}; pockmcu "
+                        "needs every scale and zero point fixed in the model: make them initializers (constants)")
+
+
+def runtime_qparams(graph) -> list[str]:
+    """Scales and zero points that are graph inputs (set by the caller at run time) rather than
+    initializers, each once as "'name' (scale|zero point of node #k 'node' (op))" at its first use."""
+    consts = {i.name for i in graph.initializer}
+    fed = {vi.name for vi in graph.input} - consts
+    found, seen = [], set()
+    for k, node in enumerate(graph.node):
+        if node.op_type == "QLinearConcat":     # Y_scale, Y_zero_point, then (X, scale, zero point) triples
+            positions = [i for i in range(len(node.input)) if i < 2 or (i - 2) % 3]
+        else:
+            positions = QPARAM_INPUTS.get(node.op_type, ())
+        for i in positions:
+            name = node.input[i] if i < len(node.input) else ""
+            if name and name in fed and name not in seen:
+                seen.add(name)
+                what = "zero point" if _is_zp(node.op_type, i) else "scale"
+                found.append(f"'{name}' ({what} of node #{k} '{node.name}' ({node.op_type}))")
+    return found
+
+
+def _is_zp(op_type: str, i: int) -> bool:
+    """Whether input i of a quantized op is a zero point (else a scale)."""
+    if op_type == "QLinearConcat":
+        return i == 1 or (i >= 2 and (i - 2) % 3 == 2)
+    if op_type in ("ConvInteger", "MatMulInteger"):
+        return True
+    positions = QPARAM_INPUTS[op_type]
+    return positions.index(i) % 2 == 1
 
 
 def input_signature(path: Path, vi) -> tuple[tuple[int, ...], str]:
