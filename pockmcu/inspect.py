@@ -79,9 +79,13 @@ def inspect(path, numerics: str | None = None) -> Inspection:
     try:
         g = load_model(path, numerics)
     except PockError as exc:
-        if path.suffix.lower() == ".onnx":
-            return _inspect_onnx_file(path, exc)
-        return _inspect_tflite_file(path, exc)
+        walk = _inspect_onnx_file if path.suffix.lower() == ".onnx" else _inspect_tflite_file
+        try:
+            return walk(path, exc)
+        except PockError:
+            raise
+        except Exception:  # noqa: BLE001 - a damaged file the walk trips over: the frontend's line says why
+            raise exc from None
     g.numerics = numerics
     return _inspect_graph(path, g)
 
