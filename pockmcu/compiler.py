@@ -48,6 +48,12 @@ def unsupported(g: Graph) -> list[str]:
             continue
         for p in d.check(g, op):
             problems.append(f"{op.kind} '{op.name}' ({op.location.split(' (')[0]}): {p}")
+    return problems + io_problems(g)
+
+
+def io_problems(g: Graph) -> list[str]:
+    """The model-level part of ``unsupported``: input and output dtypes."""
+    problems = []
     for name in g.inputs + g.outputs:
         t = g.t(name)
         if t.dtype not in ("int8", "float32") and not (t.dtype == "uint8" and g.format == "onnx"):
