@@ -11,7 +11,7 @@ APT_PKGS   := gcc make gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: fuzz setup apt venv demo test test-fast bench fixtures clean
+.PHONY: fuzz setup apt venv demo test test-fast bench corpus fixtures clean
 
 setup: apt venv
 
@@ -43,6 +43,16 @@ test-fast: setup
 
 bench: setup
 	$(PY) -m pockmcu.bench --all --train --digits --planner -o BENCHMARKS.md
+	$(MAKE) corpus
+
+# The corpus of public third-party models (tests/corpus/models.toml): fetch what the cache lacks
+# (CORPUS_FROM=DIR takes files from a directory where there is no network; a model that cannot be
+# fetched stays in the table as "not fetched"), then compile / bit-exact / trainable per model into
+# its own section of BENCHMARKS.md (about a minute on 2 cores).
+CORPUS_FROM ?=
+corpus: setup
+	-$(PY) -m pockmcu.corpus fetch $(if $(CORPUS_FROM),--from $(CORPUS_FROM))
+	$(PY) -m pockmcu.corpus eval --into BENCHMARKS.md
 
 # Mutated models through inspect, gen and the host build: 0 tracebacks, hangs or crashes expected.
 # FUZZ_ARGS="--count 200 --seconds 60" for a short run; failures are kept in fuzz-failures/.

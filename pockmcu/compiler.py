@@ -50,6 +50,12 @@ def unsupported(g: Graph) -> list[str]:
             continue
         for p in op_problems(g, op):
             problems.append(f"{op.kind} '{op.name}' ({op.location.split(' (')[0]}): {p}")
+    return problems + io_problems(g)
+
+
+def io_problems(g: Graph) -> list[str]:
+    """The model-level part of ``unsupported``: input and output dtypes."""
+    problems = []
     for name in g.inputs + g.outputs:
         t = g.t(name)
         if name in g.inputs and len(t.shape) >= 2 and t.shape[0] != 1:

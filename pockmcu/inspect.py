@@ -18,7 +18,7 @@ from pathlib import Path
 import tflite
 from tflite.utils import BUILTIN_OPCODE2NAME
 
-from .compiler import default_numerics, unsupported
+from .compiler import default_numerics, io_problems
 from .errors import PockError
 from .frontend import load_model
 from .frontend.onnx.convert import HANDLERS
@@ -78,14 +78,16 @@ def inspect(path, numerics: str | None = None) -> Inspection:
     numerics = numerics or default_numerics(path)
     try:
         g = load_model(path, numerics)
-    except PockError as exc:
+    except Exception as exc:  # noqa: BLE001 - PockError, or a frontend bug: the file is listed all the same
+        refusal = exc if isinstance(exc, PockError) else \
+            PockError(f"{path}: the frontend failed ({type(exc).__name__}: {exc}); please report it")
         walk = _inspect_onnx_file if path.suffix.lower() == ".onnx" else _inspect_tflite_file
         try:
-            return walk(path, exc)
+            return walk(path, refusal)
         except PockError:
             raise
         except Exception:  # noqa: BLE001 - a damaged file the walk trips over: the frontend's line says why
-            raise exc from None
+            raise refusal from None
     g.numerics = numerics
     return _inspect_graph(path, g)
 
@@ -107,7 +109,10 @@ def _inspect_graph(path: Path, g: Graph) -> Inspection:
             bad_ops.add(id(op))
             r.add(f"op {op.kind}", f"op {op.kind} at {op.location.split(' (')[0]} is not supported")
             continue
-        found = op_problems(g, op)
+        try:
+            found = op_problems(g, op)
+        except Exception as exc:  # noqa: BLE001 - a check that fails on an op it did not expect
+            found = [f"pockmcu cannot check this op ({type(exc).__name__}: {exc})"]
         for p in found:
             r.add(f"{op.kind}: {p}", f"{op.kind} '{op.name}' ({op.location.split(' (')[0]}): {p}")
         if found:
@@ -115,12 +120,12 @@ def _inspect_graph(path: Path, g: Graph) -> Inspection:
             continue
         try:
             op.prepared = d.prepare(g, op)
-        except PockError as exc:    # refusals found only while preparing the op's constants
+        except Exception as exc:  # noqa: BLE001 - refusals found only while preparing the op's constants
             bad_ops.add(id(op))
-            r.add(f"{op.kind}: {exc}", f"{op.kind} '{op.name}' ({op.location.split(' (')[0]}): {exc}")
-    for p in unsupported(g):        # the model-level checks (input and output dtypes)
-        if p.startswith("model "):
-            r.add(f"model {p.split()[1]} {p.split(chr(39) + ' is ')[-1].split()[0]}", p)
+            msg = str(exc) if isinstance(exc, PockError) else f"pockmcu cannot prepare this op ({type(exc).__name__}: {exc})"
+            r.add(f"{op.kind}: {msg}", f"{op.kind} '{op.name}' ({op.location.split(' (')[0]}): {msg}")
+    for p in io_problems(g):        # the model-level checks (input and output dtypes)
+        r.add(f"model {p.split()[1]} {p.split(chr(39) + ' is ')[-1].split()[0]}", p)
 
     r.lines = [f"{path.name}: {g.format}, {len(g.ops)} ops, {len(g.tensors)} tensors"]
     for kind, names in (("input", g.inputs), ("output", g.outputs)):
