@@ -223,3 +223,29 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.qemu)
         if _is_slow(item):
             item.add_marker(pytest.mark.slow)
+
+
+# -- kernels built into a host library for cffi (the kernel tests of each op family) ---------------
+
+KERNELS_DIR = Path(__file__).resolve().parents[1] / "kernels_c"
+#: every host build of the kernels: C99, warnings as errors, no fused multiply-add (bit-exact floats)
+KERNEL_CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-Wshadow", "-ffp-contract=off"]
+SANITIZE_CFLAGS = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                   "-fsanitize=float-cast-overflow", "-fno-omit-frame-pointer"]
+
+
+def build_kernel_lib(so: Path, sources, sanitize: bool = False) -> Path:
+    """Compile ``sources`` (kernel .c files) into the shared library ``so``; gcc must be silent."""
+    so.parent.mkdir(parents=True, exist_ok=True)
+    cmd = ["gcc", *KERNEL_CFLAGS, *(SANITIZE_CFLAGS if sanitize else ["-O2"]), "-fPIC", "-shared",
+           f"-I{KERNELS_DIR}", *[str(p) for p in sources], "-o", str(so)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0 and res.stderr == "", f"{' '.join(cmd)}\n{res.stderr}"
+    return so
+
+
+def kernel_cdef() -> str:
+    """cffi declarations of every kernel: kernels_c/pockmcu_nn.h as gcc reads it (no copied prototype)."""
+    from pockmcu.cdecl import c_declarations
+
+    return c_declarations(KERNELS_DIR / "pockmcu_nn.h", include_dirs=[KERNELS_DIR])

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, build_kernel_lib, kernel_cdef
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels_c"
@@ -201,15 +200,9 @@ class Kernels:
     def __init__(self, outdir: Path):
         import cffi
 
-        from pockmcu.cdecl import c_declarations
-
-        so = outdir / "libbinops_grad.so"
-        cmd = ["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wshadow", "-ffp-contract=off", "-O2", "-fPIC",
-               "-shared", f"-I{KERNELS}", *[str(KERNELS / f"{n}.c") for n in GRAD_SOURCES], "-o", str(so)]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        assert res.returncode == 0 and res.stderr == "", res.stderr
+        so = build_kernel_lib(outdir / "libbinops_grad.so", [KERNELS / f"{n}.c" for n in GRAD_SOURCES])
         self.ffi = cffi.FFI()
-        self.ffi.cdef(c_declarations(KERNELS / "pockmcu_nn.h", include_dirs=[KERNELS]))
+        self.ffi.cdef(kernel_cdef())
         self.lib = self.ffi.dlopen(str(so))
 
     def f32(self, a):

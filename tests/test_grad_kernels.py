@@ -28,6 +28,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+from conftest import build_kernel_lib, kernel_cdef
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels_c"
@@ -61,28 +62,12 @@ F32 = np.float32
 # --------------------------------------------------------------------------
 
 def cdef() -> str:
-    """cffi declarations: kernels_c/pockmcu_nn.h (and what it includes) as gcc reads it; no
-    prototype is copied here."""
-    from pockmcu.cdecl import c_declarations
-
-    return c_declarations(KERNELS / "pockmcu_nn.h", include_dirs=[KERNELS])
-
+    return kernel_cdef()
 
 
 def build_lib(outdir: Path, sanitize: bool = False) -> Path:
-    outdir.mkdir(parents=True, exist_ok=True)
-    so = outdir / ("libpockmcu_train_san.so" if sanitize else "libpockmcu_train.so")
-    cmd = ["gcc", *WARN_FLAGS, *FP_FLAGS, "-fPIC", "-shared", f"-I{KERNELS}"]
-    if sanitize:
-        cmd += ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                "-fsanitize=float-cast-overflow", "-fno-omit-frame-pointer"]
-    else:
-        cmd += ["-O2"]
-    cmd += [str(p) for p in TRAIN_SOURCES] + ["-o", str(so)]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    assert res.returncode == 0, f"host build failed:\n{' '.join(cmd)}\n{res.stderr}"
-    assert res.stderr == "", res.stderr
-    return so
+    return build_kernel_lib(outdir / ("libpockmcu_train_san.so" if sanitize else "libpockmcu_train.so"),
+                            TRAIN_SOURCES, sanitize)
 
 
 class Geom:

@@ -17,7 +17,6 @@ Run standalone as `python tests/test_hard_swish.py --sanitized-run LIB.so` (used
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import zlib
 from pathlib import Path
@@ -28,11 +27,12 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from conftest import build_kernel_lib, kernel_cdef  # noqa: E402
+
 from pockmcu.ops.hard_swish import HardSwishParams, hard_swish_grad, hard_swish_params, hard_swish_s8  # noqa: E402
 
 KERNELS = REPO / "kernels_c"
 SOURCES = [KERNELS / "pockmcu_hard_swish_s8.c", KERNELS / "pockmcu_hard_swish_grad_f32.c"]
-WARN_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-Wshadow"]
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 F32 = np.float32
 
@@ -42,24 +42,15 @@ F32 = np.float32
 # --------------------------------------------------------------------------
 
 def build_lib(outdir: Path, sanitize: bool = False) -> Path:
-    outdir.mkdir(parents=True, exist_ok=True)
-    so = outdir / ("libhard_swish_san.so" if sanitize else "libhard_swish.so")
-    cmd = ["gcc", *WARN_FLAGS, "-ffp-contract=off", "-fPIC", "-shared", f"-I{KERNELS}"]
-    cmd += (["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-             "-fsanitize=float-cast-overflow", "-fno-omit-frame-pointer"] if sanitize else ["-O2"])
-    res = subprocess.run(cmd + [str(p) for p in SOURCES] + ["-o", str(so)], capture_output=True, text=True)
-    assert res.returncode == 0 and res.stderr == "", res.stderr
-    return so
+    return build_kernel_lib(outdir / ("libhard_swish_san.so" if sanitize else "libhard_swish.so"), SOURCES, sanitize)
 
 
 class HS:
     def __init__(self, so: Path):
         import cffi
 
-        from pockmcu.cdecl import c_declarations
-
         self.ffi = cffi.FFI()
-        self.ffi.cdef(c_declarations(KERNELS / "pockmcu_nn.h", include_dirs=[KERNELS]))
+        self.ffi.cdef(kernel_cdef())
         self.lib = self.ffi.dlopen(str(so))
 
     def forward(self, x: np.ndarray, p: HardSwishParams, in_place: bool = False) -> tuple[int, np.ndarray]:

@@ -21,7 +21,6 @@ Run standalone as `python tests/test_reduce_resize.py --sanitized-run LIB.so` (t
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import zlib
 from pathlib import Path
@@ -31,6 +30,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from conftest import build_kernel_lib, kernel_cdef  # noqa: E402
 
 from pockmcu import fixedpoint as fp  # noqa: E402
 from pockmcu.ops.reduce import (  # noqa: E402
@@ -55,7 +56,6 @@ NAMES = ["pockmcu_reduce_sum_s8", "pockmcu_reduce_max_s8", "pockmcu_reduce_min_s
          "pockmcu_resize_bilinear_s8", "pockmcu_reduce_broadcast_grad_f32", "pockmcu_reduce_extremum_grad_f32",
          "pockmcu_resize_nearest_grad_f32", "pockmcu_resize_bilinear_grad_f32"]
 SOURCES = [KERNELS / f"{n}.c" for n in NAMES]
-WARN_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-Wshadow"]
 F32 = np.float32
 
 
@@ -64,24 +64,15 @@ F32 = np.float32
 # --------------------------------------------------------------------------
 
 def build_lib(outdir: Path, sanitize: bool = False) -> Path:
-    outdir.mkdir(parents=True, exist_ok=True)
-    so = outdir / ("libreduce_resize_san.so" if sanitize else "libreduce_resize.so")
-    cmd = ["gcc", *WARN_FLAGS, "-ffp-contract=off", "-fPIC", "-shared", f"-I{KERNELS}"]
-    cmd += (["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-             "-fsanitize=float-cast-overflow", "-fno-omit-frame-pointer"] if sanitize else ["-O2"])
-    res = subprocess.run(cmd + [str(p) for p in SOURCES] + ["-o", str(so)], capture_output=True, text=True)
-    assert res.returncode == 0 and res.stderr == "", res.stderr
-    return so
+    return build_kernel_lib(outdir / ("libreduce_resize_san.so" if sanitize else "libreduce_resize.so"), SOURCES, sanitize)
 
 
 class K:
     def __init__(self, so: Path):
         import cffi
 
-        from pockmcu.cdecl import c_declarations
-
         self.ffi = cffi.FFI()
-        self.ffi.cdef(c_declarations(KERNELS / "pockmcu_nn.h", include_dirs=[KERNELS]))
+        self.ffi.cdef(kernel_cdef())
         self.lib = self.ffi.dlopen(str(so))
 
     def _b(self, ctype, a):

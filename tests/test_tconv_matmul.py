@@ -18,7 +18,6 @@ Run standalone as `python tests/test_tconv_matmul.py --sanitized-run LIB.so` (us
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import zlib
 from pathlib import Path
@@ -29,6 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from conftest import build_kernel_lib, kernel_cdef  # noqa: E402
+
 from pockmcu.ops.batch_matmul import batch_matmul_s8, matmul_shapes  # noqa: E402
 from pockmcu.ops.transpose_conv import TransposeConvData, transpose_conv_pads, transpose_conv_s8  # noqa: E402
 
@@ -38,19 +39,11 @@ FUNCS = ["pockmcu_transpose_conv_s8", "pockmcu_transpose_conv_grad_input_f32",
          "pockmcu_batch_matmul_s8", "pockmcu_batch_matmul_grad_lhs_f32", "pockmcu_batch_matmul_grad_rhs_f32",
          "pockmcu_update_s8", "pockmcu_stochastic_round", "pockmcu_xorshift32"]
 SOURCES = [KERNELS / f"{f}.c" for f in FUNCS]
-WARN_FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-Wshadow", "-ffp-contract=off"]
 F32 = np.float32
 
 
 def build_lib(outdir: Path, sanitize: bool = False) -> Path:
-    outdir.mkdir(parents=True, exist_ok=True)
-    so = outdir / ("libtm_san.so" if sanitize else "libtm.so")
-    cmd = ["gcc", *WARN_FLAGS, "-fPIC", "-shared", f"-I{KERNELS}"]
-    cmd += (["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-             "-fsanitize=float-cast-overflow", "-fno-omit-frame-pointer"] if sanitize else ["-O2"])
-    res = subprocess.run(cmd + [str(p) for p in SOURCES] + ["-o", str(so)], capture_output=True, text=True)
-    assert res.returncode == 0 and res.stderr == "", res.stderr
-    return so
+    return build_kernel_lib(outdir / ("libtm_san.so" if sanitize else "libtm.so"), SOURCES, sanitize)
 
 
 # --------------------------------------------------------------------------
@@ -162,10 +155,8 @@ class K:
     def __init__(self, so: Path):
         import cffi
 
-        from pockmcu.cdecl import c_declarations
-
         self.ffi = cffi.FFI()
-        self.ffi.cdef(c_declarations(KERNELS / "pockmcu_nn.h", include_dirs=[KERNELS]))
+        self.ffi.cdef(kernel_cdef())
         self.lib = self.ffi.dlopen(str(so))
         self.keep = []
 
