@@ -77,7 +77,7 @@ def onnx_both_numerics(model: str | Path, n: int = 20, seed: int = 0) -> dict:
 
 
 def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", workdir: Path | None = None,
-                numerics: str | None = None) -> dict:
+                numerics: str | None = None, kernels: str = "auto") -> dict:
 
     tmp = tempfile.TemporaryDirectory(prefix="pockmcu-bench-") if workdir is None else None
     out = Path(tmp.name if tmp else workdir) / "out"
@@ -85,7 +85,7 @@ def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", wo
 
         t0 = time.perf_counter()
         budget = min(parse_size(ram), get_target(target).ram_bytes)   # never more than the part has
-        compiled = compile_model(model, ram=budget, target=target, numerics=numerics)
+        compiled = compile_model(model, ram=budget, target=target, numerics=numerics, kernels=kernels)
         write_project(compiled, out)
         gen_seconds = time.perf_counter() - t0
         plan = read_plan(out)
@@ -98,7 +98,7 @@ def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", wo
                     instructions=int(n), macs_per_instruction=(s["macs"] / n) if n else 0.0)
                for s, n in zip(steps, per_op)]
         total = int(sum(per_op))
-        return dict(model=Path(model).name, target=target, instructions=total, macs=plan["macs"],
+        return dict(model=Path(model).name, target=target, kernels=kernels, instructions=total, macs=plan["macs"],
                     macs_per_instruction=plan["macs"] / total if total else 0.0,
                     arena_bytes=plan["arena_bytes"], lower_bound_bytes=plan["lower_bound_bytes"],
                     weights_bytes=plan["flash_bytes"], flash_bytes=size["flash"], ram_bytes=size["ram"],

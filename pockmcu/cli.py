@@ -19,7 +19,7 @@ from . import __version__
 from .bench import bench_model, format_bench
 from .board.cli import add_commands as add_board_commands
 from .codegen import write_project
-from .compiler import TrainOptions, compile_model, parse_size
+from .compiler import KERNELS, TrainOptions, compile_model, parse_size
 from .errors import PockError
 from .export import export_tflite
 from .inspect import inspect
@@ -90,7 +90,7 @@ def cmd_gen(args) -> int:
                                calib=calib, stream=args.stream, fusions=train.fusions)
         train.spec = choice.spec_json
     compiled = compile_model(args.model, ram=ram, flash=flash, stack=stack, target=target, train=train,
-                             stream=args.stream, numerics=args.numerics)
+                             stream=args.stream, numerics=args.numerics, kernels=args.kernels)
     out = write_project(compiled, args.output)
     if choice:
         (out / "spec.json").write_text(json.dumps(choice.spec, indent=1) + "\n")
@@ -102,6 +102,9 @@ def cmd_gen(args) -> int:
     p = compiled.plan
     print(f"wrote {out}: {len(compiled.graph.ops)} ops, arena {p.arena_bytes} B (lower bound "
           f"{p.lower_bound_bytes} B), RAM {compiled.ram_needed} of {ram} B, weights {compiled.weights_bytes} B")
+    g = compiled.graph
+    print(f"kernels: {g.library} for {target} ({', '.join(sorted(g.features)) or 'portable C'}); "
+          f"the kernel of every step is in {out / 'plan.json'}")
     if compiled.train:
         tg = compiled.train
         print(f"training: {tg.spec.describe()}; persistent RAM {compiled.persistent_ram_bytes} B; "
@@ -161,7 +164,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    result = bench_model(args.model, args.target, ram=args.ram)
+    result = bench_model(args.model, args.target, ram=args.ram, kernels=args.kernels)
     print(json.dumps(result, indent=1) if args.json else format_bench(result))
     return 0
 
@@ -243,6 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "way): mean-backward (a spatial mean's gradient formed inside the 1x1 conv's backward), "
                         "in-place-depthwise (a depthwise input gradient written over its output gradient), "
                         "split-storage (only the trained input channels of a conv weight in RAM)")
+    g.add_argument("--kernels", choices=KERNELS, default="auto",
+                   help="auto: pockmcu's kernels, optimized for the target's core (default); portable: pockmcu's "
+                        "portable C; cmsis-nn: Arm's CMSIS-NN API with its scratch planned for the target's core "
+                        "(build with make CMSIS_NN_PATH=...)")
     g.add_argument("--numerics", choices=["onnxruntime", "tflm"],
                    help="whose integer results to reproduce: onnxruntime (float32 requantization emulated exactly "
                         "in integers; default for .onnx) or tflm (TFLite Micro's fixed point; default for .tflite)")
@@ -279,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("model")
     b.add_argument("--target", default="qemu-m4")
     b.add_argument("--ram", default="4MB", help="RAM budget for the benchmark build (default 4MB)")
+    b.add_argument("--kernels", choices=KERNELS, default="auto", help="as for gen (default auto)")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
     b.set_defaults(func=cmd_bench)
 

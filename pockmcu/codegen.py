@@ -22,14 +22,13 @@ from .ccode import Emission, Names, render_call, render_decl
 from .compiler import RUNTIME_RAM_BYTES, Compiled
 from .errors import PockError
 from .ir import C_TYPES, Graph, Tensor, c_ident
-from .kernel_table import Kernel, choose, target_features
+from .kernel_table import Kernel, choose
 from .ops import opdef
 from .ops.base import option_items
 from .ops.training_ops import nll_table
 from .report import render_reports
 from .resources import firmware_dir, kernels_dir, templates_dir
 from .stream import macs as total_macs
-from .targets import get_target
 from .training.params import entries
 
 WEIGHT_ROLES = {1: "weights", 2: "bias"}
@@ -69,7 +68,7 @@ class CodeGen:
         #: split-stored tensors (TrainGraph.head_channels): tensor -> trained input channels k
         self.heads = {t: k for t in self.trainable if (k := c.train.head_channels(t))}
         self.tensor_names = self._name_tensors()
-        self.features = target_features(get_target(c.target))
+        self.features = self.g.features
         self._rendered: dict[tuple, list[dict]] = {}
 
     # -- naming ---------------------------------------------------------------------------
@@ -313,6 +312,7 @@ class CodeGen:
         return dict(
             generator=f"pockmcu {__version__}", model=Path(g.source).name, format=g.format, target=c.target,
             model_file="original" + Path(g.source).suffix.lower(),
+            kernels=dict(library=g.library, features=sorted(g.features)),
             arena_bytes=p.arena_bytes, lower_bound_bytes=p.lower_bound_bytes,
             greedy_by_size_bytes=p.greedy_bytes, planner=p.strategy,
             persistent_ram_bytes=c.persistent_ram_bytes, stack_bytes=c.stack_bytes,

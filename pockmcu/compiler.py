@@ -13,12 +13,14 @@ from pathlib import Path
 from .errors import PockError
 from .frontend import load_model
 from .ir import Graph
+from .kernel_table import target_features
 from .lifetimes import lifetimes, live_bytes
 from .ops import REGISTRY, TFLITE_BUILTINS, opdef
 from .ops.base import op_problems
 from .plan import Plan, plan_memory
 from .stream import MODES as STREAM_MODES
 from .stream import all_candidates, choose_stream
+from .targets import get_target
 from .training.builder import TrainGraph, build_training, check_trainable
 from .training.fusions import Fusions
 from .training.spec import read_spec, resolve_spec
@@ -120,6 +122,17 @@ class Compiled:
 
 
 NUMERICS = ("onnxruntime", "tflm")
+#: --kernels: "auto" (pockmcu's kernels, optimized for the target's core), "portable" (pockmcu's
+#: portable C on any core) or "cmsis-nn" (Arm's CMSIS-NN API, scratch planned for Arm's kernels)
+KERNELS = ("auto", "portable", "cmsis-nn")
+
+
+def with_kernels(g: Graph, target: str, kernels: str = "auto") -> Graph:
+    """``g`` with the kernel library and core features the target and --kernels give (a new Graph)."""
+    if kernels not in KERNELS:
+        raise PockError(f"--kernels {kernels!r}: choose one of {', '.join(KERNELS)}")
+    features = frozenset() if kernels == "portable" else target_features(get_target(target))
+    return replace(g, library="cmsis-nn" if kernels == "cmsis-nn" else "pockmcu", features=features)
 
 
 def default_numerics(path) -> str:
@@ -159,7 +172,7 @@ def prepare(g: Graph, op) -> object:
 
 def compile_graph(g: Graph, ram: int, flash: int | None = None, stack: int = DEFAULT_STACK_BYTES,
                   target: str = "qemu-m4", train: TrainOptions | None = None, stream: str = "auto",
-                  stream_candidates: list | None = None) -> Compiled:
+                  stream_candidates: list | None = None, kernels: str = "auto") -> Compiled:
     """A loaded graph (``load_and_check``) -> streaming -> (training graph) -> plan.
 
     Every pass returns new data: ``g`` is left as it is, so a caller (the update search) compiles
@@ -170,6 +183,7 @@ def compile_graph(g: Graph, ram: int, flash: int | None = None, stack: int = DEF
     """
     if stream not in STREAM_MODES:
         raise PockError(f"--stream {stream!r}: use one of {', '.join(STREAM_MODES)}")
+    g = with_kernels(g, target, kernels)
     spec = None
     if train is not None:
         if train.spec is None:
@@ -195,9 +209,9 @@ def compile_graph(g: Graph, ram: int, flash: int | None = None, stack: int = DEF
 
 def compile_model(path, ram: int, flash: int | None = None, stack: int = DEFAULT_STACK_BYTES,
                   target: str = "qemu-m4", train: TrainOptions | None = None, stream: str = "auto",
-                  numerics: str | None = None) -> Compiled:
+                  numerics: str | None = None, kernels: str = "auto") -> Compiled:
     """Load ``path`` and compile it (``compile_graph``)."""
-    return compile_graph(load_and_check(path, numerics), ram, flash, stack, target, train, stream)
+    return compile_graph(load_and_check(path, numerics), ram, flash, stack, target, train, stream, kernels=kernels)
 
 
 def _compile_once(g: Graph, ram, flash, stack, target, train: TrainOptions | None, spec, mode: str,

@@ -103,6 +103,12 @@ class Graph:
     #: whose integer arithmetic the ops reproduce: "tflm" (TFLite Micro's fixed point) or
     #: "onnxruntime" (MLAS's float32 requantization, emulated exactly with integers)
     numerics: str = "tflm"
+    #: the kernel library the C calls and the planner sizes scratch for: "pockmcu" (ours; optimized
+    #: rows of kernel_table.TABLE where ``features`` allow) or "cmsis-nn" (Arm's CMSIS-NN API and its
+    #: scratch sizes on this core, for ``make CMSIS_NN_PATH=...``)
+    library: str = "pockmcu"
+    #: the core features the kernels may use (kernel_table.target_features; empty: portable C)
+    features: frozenset = frozenset()
     #: ONNX models: IR tensor name -> (ONNX value name, layout, ONNX shape, ONNX dtype), for
     #: comparing layer outputs with onnxruntime
     onnx_values: dict = field(default_factory=dict)

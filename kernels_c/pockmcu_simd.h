@@ -1,0 +1,173 @@
+/*
+ * pockmcu_simd.h - the Armv7E-M / Armv8-M DSP instructions the optimized kernels use, as inline
+ * functions, with a portable C equivalent of each (bit for bit) where the core or the host lacks them.
+ *
+ * On a core with the DSP extension (__ARM_FEATURE_DSP: Cortex-M4, M7, M33, M55) each function is the
+ * one instruction (ACLE intrinsics from arm_acle.h, inline assembly for SXTB16 with ROR #8, which
+ * GCC 12's ACLE lacks). Elsewhere (Cortex-M3, the host simulation) each is plain C that computes the
+ * same 32 bits, so the host runs the very loops of the DSP kernels and host = QEMU holds for them
+ * too. Lanes: "lo" is bits 15..0, "hi" bits 31..16; all arithmetic wraps modulo 2^32 as the
+ * instructions do (none of these set a result other than the architected one; the Q flag of
+ * SMLAD is never read).
+ */
+#ifndef POCKMCU_SIMD_H
+#define POCKMCU_SIMD_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+    #include <arm_acle.h>
+    #define POCKMCU_HAS_DSP 1
+#else
+    #define POCKMCU_HAS_DSP 0
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+    #define POCKMCU_SIMD_INLINE static inline __attribute__((always_inline))
+#else
+    #define POCKMCU_SIMD_INLINE static inline
+#endif
+
+/* Four int8 values from any address as one word (byte 0 in bits 7..0, little-endian). */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_read_s8x4(const int8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* The same, advancing the pointer by 4. */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_read_s8x4_ia(const int8_t **p)
+{
+    uint32_t v;
+    memcpy(&v, *p, 4);
+    *p += 4;
+    return v;
+}
+
+/* Two int16 values from any address as one word. */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_read_s16x2(const int16_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+#if !POCKMCU_HAS_DSP
+/* Helpers of the portable equivalents: a lane as a signed value, two lanes into a word. */
+POCKMCU_SIMD_INLINE int32_t pockmcu_lo16(uint32_t x) { return (int32_t)(int16_t)(uint16_t)(x & 0xFFFFu); }
+
+POCKMCU_SIMD_INLINE int32_t pockmcu_hi16(uint32_t x) { return (int32_t)(int16_t)(uint16_t)(x >> 16); }
+
+POCKMCU_SIMD_INLINE uint32_t pockmcu_pack16(int32_t lo, int32_t hi)
+{
+    return ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
+}
+#endif
+
+/* SXTB16: bytes 0 and 2 of x, sign-extended to the two 16-bit lanes. */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_sxtb16(uint32_t x)
+{
+#if POCKMCU_HAS_DSP
+    return __sxtb16(x);
+#else
+    return pockmcu_pack16((int8_t)(uint8_t)(x & 0xFFu), (int8_t)(uint8_t)((x >> 16) & 0xFFu));
+#endif
+}
+
+/* SXTB16 x, ROR #8: bytes 1 and 3 of x, sign-extended to the two 16-bit lanes. */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_sxtb16_ror8(uint32_t x)
+{
+#if POCKMCU_HAS_DSP
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+#else
+    return pockmcu_pack16((int8_t)(uint8_t)((x >> 8) & 0xFFu), (int8_t)(uint8_t)(x >> 24));
+#endif
+}
+
+/* SXTAB16 acc, x: acc's lanes plus bytes 0 and 2 of x sign-extended (each lane wraps). */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_sxtab16(uint32_t acc, uint32_t x)
+{
+#if POCKMCU_HAS_DSP
+    return __sxtab16(acc, x);
+#else
+    return pockmcu_pack16(pockmcu_lo16(acc) + (int8_t)(uint8_t)(x & 0xFFu),
+                          pockmcu_hi16(acc) + (int8_t)(uint8_t)((x >> 16) & 0xFFu));
+#endif
+}
+
+/* SXTAB16 acc, x, ROR #8: acc's lanes plus bytes 1 and 3 of x sign-extended. */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_sxtab16_ror8(uint32_t acc, uint32_t x)
+{
+#if POCKMCU_HAS_DSP
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(acc), "r"(x));
+    return r;
+#else
+    return pockmcu_pack16(pockmcu_lo16(acc) + (int8_t)(uint8_t)((x >> 8) & 0xFFu),
+                          pockmcu_hi16(acc) + (int8_t)(uint8_t)(x >> 24));
+#endif
+}
+
+/* SADD16: lane-wise 16-bit addition (each lane wraps). */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_sadd16(uint32_t x, uint32_t y)
+{
+#if POCKMCU_HAS_DSP
+    return __sadd16(x, y);
+#else
+    return pockmcu_pack16(pockmcu_lo16(x) + pockmcu_lo16(y), pockmcu_hi16(x) + pockmcu_hi16(y));
+#endif
+}
+
+/* SMLAD: acc + lo(x) * lo(y) + hi(x) * hi(y), wrapping modulo 2^32. */
+POCKMCU_SIMD_INLINE int32_t pockmcu_smlad(uint32_t x, uint32_t y, int32_t acc)
+{
+#if POCKMCU_HAS_DSP
+    return __smlad(x, y, acc);
+#else
+    return (int32_t)((uint32_t)acc + (uint32_t)(pockmcu_lo16(x) * pockmcu_lo16(y)) +
+                     (uint32_t)(pockmcu_hi16(x) * pockmcu_hi16(y)));
+#endif
+}
+
+/* SMLADX: acc + lo(x) * hi(y) + hi(x) * lo(y), wrapping modulo 2^32. */
+POCKMCU_SIMD_INLINE int32_t pockmcu_smladx(uint32_t x, uint32_t y, int32_t acc)
+{
+#if POCKMCU_HAS_DSP
+    return __smladx(x, y, acc);
+#else
+    return (int32_t)((uint32_t)acc + (uint32_t)(pockmcu_lo16(x) * pockmcu_hi16(y)) +
+                     (uint32_t)(pockmcu_hi16(x) * pockmcu_lo16(y)));
+#endif
+}
+
+/* SMLABB: acc + lo(x) * lo(y). */
+POCKMCU_SIMD_INLINE int32_t pockmcu_smlabb(uint32_t x, uint32_t y, int32_t acc)
+{
+#if POCKMCU_HAS_DSP
+    return __smlabb(x, y, acc);
+#else
+    return (int32_t)((uint32_t)acc + (uint32_t)(pockmcu_lo16(x) * pockmcu_lo16(y)));
+#endif
+}
+
+/* SMLATT: acc + hi(x) * hi(y). */
+POCKMCU_SIMD_INLINE int32_t pockmcu_smlatt(uint32_t x, uint32_t y, int32_t acc)
+{
+#if POCKMCU_HAS_DSP
+    return __smlatt(x, y, acc);
+#else
+    return (int32_t)((uint32_t)acc + (uint32_t)(pockmcu_hi16(x) * pockmcu_hi16(y)));
+#endif
+}
+
+/* PKHBT x, y, LSL #16: lo(x) in the low lane, lo(y) in the high lane. */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_pkhbt(uint32_t x, uint32_t y) { return (x & 0xFFFFu) | (y << 16); }
+
+/* PKHTB x, y, ASR #16: hi(y) in the low lane, hi(x) in the high lane. */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_pkhtb(uint32_t x, uint32_t y) { return (x & 0xFFFF0000u) | (y >> 16); }
+
+#endif /* POCKMCU_SIMD_H */
