@@ -16,7 +16,7 @@ from .ir import Graph
 from .kernel_table import target_features
 from .lifetimes import lifetimes, live_bytes
 from .ops import REGISTRY, TFLITE_BUILTINS, opdef
-from .ops.base import op_problems
+from .ops.base import OpDef, op_problems
 from .plan import Plan, plan_memory
 from .stream import MODES as STREAM_MODES
 from .stream import all_candidates, choose_stream
@@ -82,10 +82,10 @@ def check_supported(g: Graph) -> None:
 
 def supported_ops() -> list[str]:
     """The model-level ops a user can meet (TFLite operator names), not the internal kinds the
-    frontends and the training builder make (MASK_PACK, CONV_2D_WGRAD_UPDATE, UINT8_TO_INT8, ...);
-    constant-folded shape arithmetic (SHAPE, STRIDED_SLICE, PACK) is left out as it is only
-    supported when it folds."""
-    return sorted(name for name, d in TFLITE_BUILTINS.items() if not d.foldable)
+    frontends and the training builder make (MASK_PACK, CONV_2D_WGRAD_UPDATE, UINT8_TO_INT8, ...).
+    Ops that only exist folded at compile time (SHAPE, FILL, ZEROS_LIKE: no kernel) are left out;
+    foldable ops that also run on activations (TRANSPOSE, STRIDED_SLICE, PACK, ...) are in."""
+    return sorted(name for name, d in TFLITE_BUILTINS.items() if not d.foldable or type(d).emit is not OpDef.emit)
 
 
 @dataclass
