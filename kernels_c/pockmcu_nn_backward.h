@@ -815,6 +815,61 @@ void pockmcu_tanh_grad_f32(const int8_t *output,
                            const float *grad_output,
                            float *grad_input);
 
+/* -- gradients of LOGISTIC, SOFTMAX and LOG_SOFTMAX inside a network, from their saved int8 outputs -- */
+
+/**
+ * @brief Input gradient of LOGISTIC: (grad_output * (1 - y)) * y, y the output's real value.
+ *
+ * @param[in]      output            Saved forward output, int8 [size].
+ * @param[in]      size              Number of elements.
+ * @param[in]      output_scale      Output scale.
+ * @param[in]      output_zero_point Output zero point.
+ * @param[in]      grad_output       Output gradient, float32 [size].
+ * @param[out]     grad_input        Input gradient, float32 [size]; may be grad_output.
+ */
+void pockmcu_logistic_grad_f32(const int8_t *output,
+                               int32_t size,
+                               float output_scale,
+                               int32_t output_zero_point,
+                               const float *grad_output,
+                               float *grad_input);
+
+/**
+ * @brief Input gradient of SOFTMAX over the last axis: y * (grad_output - sum(grad_output * y)) per row.
+ *
+ * @param[in]      output            Saved forward output, int8 [rows * depth].
+ * @param[in]      rows              Number of rows.
+ * @param[in]      depth             Elements per row (the softmax axis).
+ * @param[in]      output_scale      Output scale.
+ * @param[in]      output_zero_point Output zero point.
+ * @param[in]      grad_output       Output gradient, float32 [rows * depth].
+ * @param[out]     grad_input        Input gradient, float32 [rows * depth]; may be grad_output.
+ */
+void pockmcu_softmax_grad_f32(const int8_t *output,
+                              int32_t rows,
+                              int32_t depth,
+                              float output_scale,
+                              int32_t output_zero_point,
+                              const float *grad_output,
+                              float *grad_input);
+
+/**
+ * @brief Input gradient of LOG_SOFTMAX over the last axis: grad_output - exp(y) * sum(grad_output) per row.
+ *
+ * @param[in]      output            Saved forward output, int8 [rows * depth].
+ * @param[in]      rows              Number of rows.
+ * @param[in]      depth             Elements per row (the log-softmax axis).
+ * @param[in]      exp_table         exp of the real value of output q at index q + 128, float32 bit patterns [256].
+ * @param[in]      grad_output       Output gradient, float32 [rows * depth].
+ * @param[out]     grad_input        Input gradient, float32 [rows * depth]; may be grad_output.
+ */
+void pockmcu_log_softmax_grad_f32(const int8_t *output,
+                                  int32_t rows,
+                                  int32_t depth,
+                                  const uint32_t *exp_table,
+                                  const float *grad_output,
+                                  float *grad_input);
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,7 +24,6 @@ from conftest import FIXTURES, ROOT, SHARED, tflm_run
 
 from pockmcu.codegen import write_project
 from pockmcu.compiler import TrainOptions, compile_model, parse_size
-from pockmcu.errors import PockError
 from pockmcu.export import export_tflite
 from pockmcu.ops.log_softmax import log_softmax_params, log_softmax_s8
 from pockmcu.ops.quantize import requantize_8, requantize_params
@@ -256,16 +255,13 @@ def _one_line(r, needle):
 
 
 def test_errors_only_suggest_a_change_that_works(tmp_path):
-    """mse on a softmax classifier points to xent; xent on a regression model points to mse; each
-    suggested command then succeeds."""
+    """A softmax classifier trains with either loss (mse of the probabilities passes the SOFTMAX's own
+    gradient); xent on a regression model points to mse, and that command then succeeds."""
     upd = '{"bias": "all"}'
-    r = _cli("gen", FIXTURES / "cls_float_io_softmax.tflite", "--train", "--loss", "mse", "--update", upd,
-             "--ram", "256KB", "-o", tmp_path / "a")
-    _one_line(r, "--loss xent")
-    assert "train only layers after it" not in r.stderr
-    r = _cli("gen", FIXTURES / "cls_float_io_softmax.tflite", "--train", "--loss", "xent", "--update", upd,
-             "--ram", "256KB", "-o", tmp_path / "a")
-    assert r.returncode == 0, r.stderr
+    for loss in ("mse", "xent"):
+        r = _cli("gen", FIXTURES / "cls_float_io_softmax.tflite", "--train", "--loss", loss, "--update", upd,
+                 "--ram", "256KB", "-o", tmp_path / "a")
+        assert r.returncode == 0, r.stderr
     for model in (SHARED / "mlperf_ad_autoencoder_floatio.tflite", SHARED / "tflm_hello_world.tflite"):
         r = _cli("gen", model, "--train", "--update", upd, "--ram", "512KB", "-o", tmp_path / "b")
         _one_line(r, "--loss mse")
@@ -273,17 +269,16 @@ def test_errors_only_suggest_a_change_that_works(tmp_path):
         assert r.returncode == 0, r.stderr
 
 
-def test_mse_on_a_classifier_names_xent_only(tmp_path):
-    """SOFTMAX has no gradient rule: mse on a classifier points to xent (which trains it) and not to
-    "train only layers after it" (there are none); a model with no layer before its softmax can train
-    with neither loss, and the checks say so."""
+def test_mse_on_a_classifier_trains_through_its_softmax(tmp_path):
+    """xent reads a classifier's logits; mse on its probabilities passes the SOFTMAX's gradient
+    (SOFTMAX_GRAD) and trains; a model with no layer before its softmax can train with neither loss,
+    and the checks say so."""
     from pockmcu.compiler import load_and_check
     from pockmcu.training.builder import classifier_head, trainable_with
 
     g = load_and_check(FIXTURES / "cls_softmax_reshape.tflite")
-    assert classifier_head(g).logits == "conv1/out" and trainable_with(g, "xent") and not trainable_with(g, "mse")
-    with pytest.raises(PockError, match="--loss xent") as e:
-        _make("cls_softmax_reshape", tmp_path, {"bias": "all"}, loss="mse")
-    assert "train only layers after it" not in str(e.value)
+    assert classifier_head(g).logits == "conv1/out" and trainable_with(g, "xent") and trainable_with(g, "mse")
+    c, _ = _make("cls_softmax_reshape", tmp_path, {"bias": "all"}, loss="mse")
+    assert "SOFTMAX_GRAD" in [op.kind for op in c.train.schedule]
     g2 = load_and_check(FIXTURES / "softmax_basic.tflite")
     assert not trainable_with(g2, "mse") and not trainable_with(g2, "xent")

@@ -18,6 +18,9 @@ from .. import fixedpoint_ort as ort
 from ..ccode import Array, Call, Emission, Local, Ptr
 from ..ir import Graph, Op
 from .base import OpDef, register
+from .conv import LayerGrad
+
+F32 = np.float32
 
 
 def _needs_q8_output(g: Graph, op: Op) -> list[str]:
@@ -88,6 +91,11 @@ class Softmax(OpDef):
                                     o.onnx_zp_offset == 128, o.qlinear)]
         return [fp.softmax_s8(xs[0], p.mult, p.left_shift, p.diff_min)]
 
+    def backward(self, tb, op: Op) -> None:
+        """A SOFTMAX inside the network (the one before the loss is the loss's: xent reads the logits):
+        dx = y * (dy - sum(dy * y)) per row, from the saved int8 output y."""
+        saved_output_backward(tb, op, "SOFTMAX_GRAD")
+
     def emit(self, g: Graph, op: Op, cg) -> Emission:
         x, y, o, p = g.t(op.inputs[0]), g.t(op.outputs[0]), op.options, op.prepared
         rows, row = x.size // x.shape[-1], x.shape[-1]
@@ -127,8 +135,96 @@ class Logistic(OpDef):
     def reference(self, g: Graph, op: Op, xs, rt=None):
         return [fp.logistic_s8(xs[0], op.prepared.q)]
 
+    def backward(self, tb, op: Op) -> None:
+        saved_output_backward(tb, op, "LOGISTIC_GRAD")
+
     def emit(self, g: Graph, op: Op, cg) -> Emission:
         x, q = g.t(op.inputs[0]), op.prepared.q
         return Emission(calls=(Call(cg.kernel(op).function, (
             Ptr(x.name), x.size, q["input_offset"], q["input_range_radius"], q["input_multiplier"],
             q["input_left_shift"], Ptr(op.outputs[0])), status=True),))
+
+
+# -- gradients from the saved int8 output -------------------------------------------------------------
+
+def saved_output_backward(tb, op: Op, kind: str) -> None:
+    """Emit ``kind`` (inputs: the forward op's int8 output, its output gradient) for ``op``'s input."""
+    x = op.inputs[0]
+    if not tb.needs_grad(x):
+        return
+    dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
+    tb.emit(kind, f"{op.name}_grad", [op.outputs[0], tb.grad(op.outputs[0])], [dx], layer=op)
+    tb.add_grad(x, dx)
+
+
+def dequantized_f32(q, s: float, zp: int) -> np.ndarray:
+    """float32(s) * float32(q - zp), as the C kernels compute the saved output's real value."""
+    return F32(s) * (np.asarray(q).astype(np.int32) - zp).astype(F32)
+
+
+def logistic_grad(yq, dy, s: float, zp: int) -> np.ndarray:
+    """PyTorch's sigmoid_backward at the output y: (dy * (1 - y)) * y in float32."""
+    y = dequantized_f32(yq, s, zp)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return ((np.asarray(dy).astype(F32) * (F32(1) - y)) * y).astype(F32)
+
+
+def softmax_grad(yq, dy, s: float, zp: int) -> np.ndarray:
+    """Per row (last axis): dot = sum over k in order of dy[k] * y[k] (float32, one accumulator);
+    dx[k] = y[k] * (dy[k] - dot). The order is the C kernel's (pockmcu_softmax_grad_f32)."""
+    y = dequantized_f32(yq, s, zp)
+    d = np.asarray(dy).astype(F32).reshape(y.shape)
+    rows_y, rows_d = y.reshape(-1, y.shape[-1]), d.reshape(-1, y.shape[-1])
+    dot = np.zeros(rows_y.shape[0], F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(rows_y.shape[1]):
+            dot = (dot + rows_d[:, k] * rows_y[:, k]).astype(F32)
+        return (rows_y * (rows_d - dot[:, None])).astype(F32).reshape(y.shape)
+
+
+class _SavedOutputGrad(OpDef):
+    """A backward op whose inputs are the forward op's saved int8 output and the output gradient."""
+
+    Options = LayerGrad
+    io_dtypes = ("int8", "float32")
+
+    def macs(self, g: Graph, op: Op) -> int:
+        return 2 * g.t(op.inputs[0]).size
+
+
+@register
+class LogisticGrad(_SavedOutputGrad):
+    """Backward of LOGISTIC: dx = dy * (1 - y) * y."""
+
+    kind = "LOGISTIC_GRAD"
+    kernel = "pockmcu_logistic_grad_f32"
+    may_share_input = (1,)    # element k read before it is written
+
+    def reference(self, g: Graph, op: Op, xs, rt=None):
+        y = g.t(op.inputs[0])
+        return [logistic_grad(xs[0], xs[1], y.quant.s, y.quant.zp).astype(np.float64)]
+
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        y = g.t(op.inputs[0])
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            Ptr(y.name), y.size, float(y.quant.s), y.quant.zp, Ptr(op.inputs[1]), Ptr(op.outputs[0]))),))
+
+
+@register
+class SoftmaxGrad(_SavedOutputGrad):
+    """Backward of a SOFTMAX inside the network: dx = y * (dy - sum(dy * y)) per row."""
+
+    kind = "SOFTMAX_GRAD"
+    kernel = "pockmcu_softmax_grad_f32"
+    may_share_input = (1,)    # a row's dot product is formed before any of its elements is written
+
+    def reference(self, g: Graph, op: Op, xs, rt=None):
+        y = g.t(op.inputs[0])
+        return [softmax_grad(xs[0], xs[1], y.quant.s, y.quant.zp).astype(np.float64)]
+
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        y = g.t(op.inputs[0])
+        depth = y.shape[-1]
+        return Emission(calls=(Call(cg.kernel(op).function, (
+            Ptr(y.name), y.size // depth, depth, float(y.quant.s), y.quant.zp, Ptr(op.inputs[1]),
+            Ptr(op.outputs[0]))),))

@@ -6,8 +6,10 @@ built on gemmlowp fixed point: per row, x - max is rescaled into Q5.26 by beta *
 the exps are summed in Q12.19, log(sum) is gemmlowp's log_x_for_x_greater_than_or_equal_to_1
 (Q5.26 out), and each output is (diff - log_sum) rounded to Q4.27's top bits + 127, clamped.
 Entries below a row-dependent threshold (diff_min, or where the result would fall off Q5.26)
-give -128. Its kernel is kernels_c/pockmcu_log_softmax_s8.c; it has no gradient rule of its own:
-``--loss xent`` reads the logits before it (pockmcu/training/builder.py).
+give -128. Its kernel is kernels_c/pockmcu_log_softmax_s8.c. At the end of a classifier
+``--loss xent`` reads the logits before it (pockmcu/training/builder.py); inside the network its
+gradient is dx = dy - exp(y) * sum(dy) per row (LOG_SOFTMAX_GRAD), exp(y) of the 256 possible
+int8 outputs tabulated at compile time (no expf at run time: host and device agree to the bit).
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import fixedpoint as fp
-from ..ccode import Call, Emission, Ptr
+from ..ccode import Array, Call, Emission, Local, Ptr
 from ..intmath import wrap32
 from ..ir import Graph, Op
+from .activations import _SavedOutputGrad, dequantized_f32, saved_output_backward
 from .base import OpDef, register
+
+F32 = np.float32
 
 OUTPUT_SCALE = 16.0 / 256
 OUTPUT_ZERO_POINT = 127
@@ -146,8 +151,54 @@ class LogSoftmax(OpDef):
     def reference(self, g: Graph, op: Op, xs, rt=None):
         return [log_softmax_s8(xs[0], op.prepared)]
 
+    def backward(self, tb, op: Op) -> None:
+        saved_output_backward(tb, op, "LOG_SOFTMAX_GRAD")
+
     def emit(self, g: Graph, op: Op, cg) -> Emission:
         x, p = g.t(op.inputs[0]), op.prepared
         return Emission(calls=(Call(cg.kernel(op).function, (
             Ptr(x.name), x.size // x.shape[-1], x.shape[-1], p.input_multiplier, p.input_left_shift,
             p.reverse_scaling_divisor, p.reverse_scaling_left_shift, p.diff_min, Ptr(op.outputs[0]))),))
+
+
+def exp_table(s: float, zp: int) -> np.ndarray:
+    """exp of the real value of every int8 output q (index q + 128), float32."""
+    return np.exp(dequantized_f32(np.arange(-128, 128), s, zp)).astype(F32)
+
+
+def log_softmax_grad(yq, dy, s: float, zp: int) -> np.ndarray:
+    """Per row: total = sum over k in order of dy[k] (float32); dx[k] = dy[k] - exp(y[k]) * total
+    (PyTorch's log_softmax backward; the C kernel's order)."""
+    table = exp_table(s, zp)
+    yq = np.asarray(yq)
+    d = np.asarray(dy).astype(F32).reshape(yq.shape)
+    e = table[yq.astype(np.int64) + 128].reshape(-1, yq.shape[-1])
+    rows = d.reshape(-1, yq.shape[-1])
+    total = np.zeros(rows.shape[0], F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(rows.shape[1]):
+            total = (total + rows[:, k]).astype(F32)
+        return (rows - e * total[:, None]).astype(F32).reshape(yq.shape)
+
+
+@register
+class LogSoftmaxGrad(_SavedOutputGrad):
+    """Backward of a LOG_SOFTMAX inside the network: dx = dy - exp(y) * sum(dy) per row."""
+
+    kind = "LOG_SOFTMAX_GRAD"
+    kernel = "pockmcu_log_softmax_grad_f32"
+    may_share_input = (1,)    # a row's sum is formed before any of its elements is written
+
+    def reference(self, g: Graph, op: Op, xs, rt=None):
+        y = g.t(op.inputs[0])
+        return [log_softmax_grad(xs[0], xs[1], y.quant.s, y.quant.zp).astype(np.float64)]
+
+    def emit(self, g: Graph, op: Op, cg) -> Emission:
+        y = g.t(op.inputs[0])
+        depth = y.shape[-1]
+        table = Array("exp_table", "uint32_t", tuple(f"0x{int(b):08x}u" for b in
+                                                      exp_table(y.quant.s, y.quant.zp).view(np.uint32)),
+                      comment="exp of the real value of output q, at q + 128 (float32 bits)")
+        return Emission(decls=(table,), calls=(Call(cg.kernel(op).function, (
+            Ptr(y.name), y.size // depth, depth, Local("exp_table", address=False),
+            Ptr(op.inputs[1]), Ptr(op.outputs[0]))),))

@@ -104,6 +104,16 @@ class Quantize(OpDef):
             return [fp.quantize_f32_s8(xs[0], p.scale, p.zero_point)]
         return [requantize_8(xs[0], p, g.t(op.outputs[0]).dtype)]
 
+    def backward(self, tb, op: Op) -> None:
+        """int8 -> int8 inside the network: the real value passes unchanged (the straight-through
+        estimator, as for every rounding step), so the gradient is the output's, an alias."""
+        x = op.inputs[0]
+        if tb.g.t(x).dtype != "int8" or not tb.needs_grad(x):
+            return
+        dx = tb.grad_tensor(x, f"{tb.short(x)}_grad_from_{op.name}")
+        tb.emit("RESHAPE", f"{op.name}_grad", [tb.grad(op.outputs[0])], [dx])
+        tb.add_grad(x, dx)
+
     def describe(self, g: Graph, op: Op) -> str:
         x, y = g.t(op.inputs[0]), g.t(op.outputs[0])
         if x.dtype == "float32":
