@@ -96,6 +96,12 @@ class Requantize(OpDef):
         return Emission(calls=(Call(function, (Ptr(x.name), x.size, -x.quant.zp, p.multiplier, p.shift, y.quant.zp,
                                                p.act_min, p.act_max, Ptr(y.name)), status=True),))
 
+    def backward(self, tb, op: Op) -> None:
+        """(onnxops, additive) Real values pass through a requantization: the output gradient, zeroed
+        where the output was clamped (the clamp range or the int8 range; straight-through, as ADD's)."""
+        if tb.needs_grad(op.inputs[0]):
+            tb.add_grad(op.inputs[0], tb.masked(op, tb.grad(op.outputs[0])))
+
 
 @dataclass(frozen=True)
 class AddConstOptions:
@@ -152,6 +158,12 @@ class AddConst(OpDef):
             q["left_shift"], Ptr(op.outputs[0], f"r * {block}"),
             q["output_offset"], q["output_multiplier"], q["output_shift"],
             p.act_min, p.act_max, block), status=True, repeat=("r", x.size // block)),))
+
+    def backward(self, tb, op: Op) -> None:
+        """(onnxops, additive) y = x + c in real values: x gets the output gradient, zeroed where the
+        output was clamped (straight-through, as ADD's)."""
+        if tb.needs_grad(op.inputs[0]):
+            tb.add_grad(op.inputs[0], tb.masked(op, tb.grad(op.outputs[0])))
 
 
 @dataclass(frozen=True, eq=False)

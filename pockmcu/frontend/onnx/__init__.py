@@ -34,6 +34,8 @@ Modules, in the order a model goes through them:
 * fold.py -- constants, shape arithmetic, QDQ notation, Relu/Clip/bias folding, reshapes;
 * emit_linear.py, emit_pool.py, emit_eltwise.py, emit_data.py, emit_softmax.py -- per op family,
   the ONNX nodes that compute and the IR ops they become (each builds its IR attributes in one place).
+* emit_binary.py (broadcasting arithmetic, Max / Min, the activations, LogSoftmax) and emit_move.py
+  (Slice, Split, Tile, Gather, DepthToSpace / SpaceToDepth, Resize, the Reduce* ops) -- the issue-12 ops.
 
 A new ONNX op: a handler in the module of its family (or a new ``emit_*.py`` listed in convert.py),
 registered in that module's ``HANDLERS`` (and ``EMITTERS`` for a new pending kind).

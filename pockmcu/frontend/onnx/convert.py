@@ -14,13 +14,13 @@ from pathlib import Path
 from ...errors import PockError
 from ...ir import Graph
 from ..names import short_name
-from . import emit_data, emit_eltwise, emit_linear, emit_pool, emit_softmax, fold
+from . import emit_binary, emit_data, emit_eltwise, emit_linear, emit_move, emit_pool, emit_softmax, fold
 from .build import Builder
 from .layout import Layout
 from .read import check_graph, input_signature, ort_float_nodes, read_model
 from .values import Act, Deq, Pending, shift_zp
 
-_FAMILIES = (fold, emit_linear, emit_pool, emit_eltwise, emit_data, emit_softmax)
+_FAMILIES = (fold, emit_linear, emit_pool, emit_eltwise, emit_data, emit_softmax, emit_binary, emit_move)
 #: ONNX op type -> handler(builder, node)
 HANDLERS = {op_type: h for m in _FAMILIES for op_type, h in m.HANDLERS.items()}
 #: Pending kind -> emitter(builder, pending, out, quant, dtype)

@@ -13,7 +13,8 @@ import numpy as np
 
 from ...ir import Quant
 from .build import Builder
-from .values import Act, Pending, QConst, int_data, int_range
+from .emit_binary import emit_binary
+from .values import Act, Pending, QConst, int_data, int_range, replace
 
 
 def qlinear_add(cx: Builder, node):
@@ -43,9 +44,8 @@ def eltwise_ir_attrs(activation: str) -> dict:
 
 def emit_add(cx: Builder, p: Pending, out: str, q: Quant, dtype: str) -> Act:
     a, b = p.inputs
-    if a.shape != b.shape:
-        raise cx.err(f"Add of {list(a.shape)} and {list(b.shape)} (broadcasting between activations is "
-                     "not supported)")
+    if a.shape != b.shape:        # broadcasting: the general element-wise emitter
+        return emit_binary(cx, replace(p, kind="ADD_BROADCAST", attrs={"operands": [0, 1]}), out, q, dtype)
     lay, (xa, xb) = cx.common_layout([a, b])
     act, clamp = cx.activation(p, q)
     y = cx.finish("ADD", [xa, xb], out, cx.tensors[xa].shape, q, clamp, **eltwise_ir_attrs(act))
@@ -62,8 +62,8 @@ def emit_add_const(cx: Builder, p: Pending, out: str, q: Quant, dtype: str) -> A
         raise cx.err("Add of a per-channel quantized constant")
     try:
         full = np.broadcast_to(data, x.shape)
-    except ValueError:
-        raise cx.err(f"constant of shape {list(data.shape)} does not broadcast to {list(x.shape)}") from None
+    except ValueError:            # the constant is larger than the activation: the general emitter
+        return emit_binary(cx, replace(p, kind="ADD_BROADCAST", attrs={"operands": [0, c]}), out, q, dtype)
     xin, lay = x.ir, x.layout
     ir = lay.apply(np.ascontiguousarray(full))
     rows = ir.reshape(-1, ir.shape[-1])

@@ -14,7 +14,10 @@ import numpy as np
 
 from ...ir import Quant
 from ...ops.base import same_or_valid_pads, window_out_size
+from ...ops.transpose_conv import transpose_conv_pads
 from .build import Builder
+from .emit_binary import align
+from .emit_move import plain
 from .layout import NCHW_AS_NHWC, Layout
 from .read import node_attrs, window
 from .values import Act, Deq, Pending, QConst, int_data
@@ -144,8 +147,11 @@ def qlinear_conv(cx: Builder, node):
 
 
 def matmul(cx: Builder, node):
-    x = deq_act(cx, node, "MatMul input A must be DequantizeLinear of a quantized activation "
-                          "(MatMul of two activations is not supported)")
+    x = deq_act(cx, node, "MatMul input A must be DequantizeLinear of a quantized activation")
+    b = cx.val(node.input[1])
+    if isinstance(b, Deq) and isinstance(b.src, Act):          # two activations: BATCH_MATMUL
+        cx.env[node.output[0]] = Pending("BATCH_MATMUL", cx.k, [x, b.src])
+        return
     w = weight_input(cx, node.input[1])
     if w.data.ndim != 2:
         raise cx.err(f"MatMul with a rank-{w.data.ndim} constant (only 2-D weights)")
@@ -190,6 +196,10 @@ def gemm(cx: Builder, node):
 
 def qlinear_matmul(cx: Builder, node):
     x = cx.qact(node, 0)
+    if not isinstance(cx.val(node.input[3]), np.ndarray):      # two activations: BATCH_MATMUL
+        p = Pending("BATCH_MATMUL", cx.k, [x, cx.qact(node, 3)])
+        cx.env[node.output[0]] = cx.emit(p, node.output[0], *cx.qout(node, 6))
+        return
     w = qweight(cx, node, 3, 1)
     p = fc_like(cx, x, w.data, w.scale, w.zp, None, w.name)
     cx.env[node.output[0]] = cx.emit(p, node.output[0], *cx.qout(node, 6))
@@ -342,8 +352,106 @@ def emit_fully_connected(cx: Builder, p: Pending, out: str, q: Quant, dtype: str
     return Act(y, Layout.identity(len(shape)), shape, dtype)
 
 
+# == BATCH_MATMUL (MatMul of two activations) and TRANSPOSE_CONV (ConvTranspose) ======================
+
+
+def emit_batch_matmul(cx: Builder, p: Pending, out: str, q: Quant, dtype: str) -> Act:
+    """A MatMul of two activations: ONNX broadcasting of the batch axes, both operands in the ONNX layout;
+    an operand held with its last two axes swapped (a Transpose before the MatMul, as in Q @ K^T) is read
+    transposed by the kernel (adj_x / adj_y) instead of being laid out."""
+    a, b = (plain(cx, v) for v in p.inputs)
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        raise cx.err(f"MatMul of {list(a.shape)} and {list(b.shape)} (1-D operands are not supported)")
+    if a.shape[-1] != b.shape[-2]:
+        raise cx.err(f"MatMul of {list(a.shape)} and {list(b.shape)}: inner dimensions differ")
+    try:
+        batch = tuple(int(d) for d in np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    except ValueError:
+        raise cx.err(f"MatMul batch axes of {list(a.shape)} and {list(b.shape)} do not broadcast") from None
+    shape = batch + (a.shape[-2], b.shape[-1])
+    r = len(shape)
+    if shape[0] != 1 and r > 2:
+        raise cx.err(f"MatMul result {list(shape)} has a batch axis of {shape[0]}")
+
+    def side(v: Act) -> tuple[str, bool]:
+        n = len(v.shape)
+        if n == r and v.layout.perm == tuple(range(n - 2)) + (n - 1, n - 2):
+            return v.ir, True
+        return align(cx, v, r, Layout.identity(r)), False
+
+    (xa, adj_x), (xb, adj_y) = side(a), side(b)
+    y = cx.finish("BATCH_MATMUL", [xa, xb], out, shape, q, cx.clamp_range(p, q), adj_x=adj_x, adj_y=adj_y)
+    return Act(y, Layout.identity(r), shape, dtype)
+
+
+def conv_transpose(cx: Builder, node):
+    x = deq_act(cx, node, "ConvTranspose input must be DequantizeLinear of a quantized activation")
+    w = weight_input(cx, node.input[1])
+    bias = bias_input(cx, node.input[2]) if len(node.input) > 2 else None
+    at = node_attrs(node)
+    if len(x.shape) != 4 or w.data.ndim != 4:
+        raise cx.err(f"ConvTranspose of a rank-{len(x.shape)} input (only 2-D, NCHW)")
+    if int(at.get("group", 1)) != 1:
+        raise cx.err(f"ConvTranspose with group {at['group']} (only 1)")
+    if tuple(at.get("dilations", (1, 1))) != (1, 1):
+        raise cx.err(f"ConvTranspose with dilations {list(at['dilations'])} (only 1)")
+    if "output_shape" in at:
+        raise cx.err("ConvTranspose with an output_shape attribute (give pads and output_padding)")
+    auto = at.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto not in ("NOTSET", "VALID"):
+        raise cx.err(f"ConvTranspose with auto_pad {auto} (give explicit pads)")
+    cin, cout, kh, kw = w.data.shape
+    if cin != x.shape[1]:
+        raise cx.err(f"weights {list(w.data.shape)} do not match {x.shape[1]} input channels")
+    stride = tuple(int(v) for v in at.get("strides", (1, 1)))
+    pads = [0, 0, 0, 0] if auto == "VALID" else [int(v) for v in at.get("pads", (0, 0, 0, 0))]
+    opad = [int(v) for v in at.get("output_padding", (0, 0))]
+    out_hw = tuple(stride[i] * (x.shape[2 + i] - 1) + opad[i] + (kh, kw)[i] - pads[i] - pads[i + 2] for i in range(2))
+    if min(out_hw) <= 0 or min(stride) < 1:
+        raise cx.err(f"ConvTranspose gives an output of {list(out_hw)}")
+    attrs = dict(w=w, stride=stride, pads=tuple(pads[:2]), out_shape=(1, cout) + out_hw, kernel_hw=(kh, kw))
+    if bias is not None:
+        attrs["bias"] = bias
+    cx.env[node.output[0]] = Pending("TRANSPOSE_CONV", cx.k, [x], attrs)
+
+
+def emit_transpose_conv(cx: Builder, p: Pending, out: str, q: Quant, dtype: str) -> Act:
+    if cx.numerics == "onnxruntime":
+        raise cx.err("ConvTranspose with --numerics onnxruntime: onnxruntime computes it in float32, which "
+                     "pockmcu does not reproduce; compile with --numerics tflm (TFLite Micro's TRANSPOSE_CONV)")
+    a = p.attrs
+    x = p.inputs[0]
+    xin = cx.materialize(x, NCHW_AS_NHWC)
+    sx = cx.q_of(xin).s
+    o = a["out_shape"][1]
+    out_hw = a["out_shape"][2:]
+    padding = next((pd for pd in ("VALID", "SAME")
+                    if transpose_conv_pads(pd, out_hw, a["kernel_hw"], a["stride"]) == a["pads"]), None)
+    if padding is None:
+        raise cx.err(f"ConvTranspose pads {list(a['pads'])} (top, left) for an output of {list(out_hw)}: TFLite's "
+                     "TRANSPOSE_CONV crops only as SAME or VALID padding would "
+                     f"({list(transpose_conv_pads('SAME', out_hw, a['kernel_hw'], a['stride']))} or "
+                     f"{list(transpose_conv_pads('VALID', out_hw, a['kernel_hw'], a['stride']))})")
+    data, scale, zp = weights(cx, p, a["w"], sx, o, 1)
+    if np.any(zp != 0):
+        raise cx.err("ConvTranspose weights need symmetric quantization (zero point 0)")
+    w_ir = np.ascontiguousarray(data.transpose(1, 2, 3, 0))
+    wq = Quant(scale=scale, zero_point=np.zeros(scale.shape, np.int32), axis=0)
+    ir_shape = NCHW_AS_NHWC.ir_shape(a["out_shape"])
+    inputs = [cx.const(f"{out}_output_shape", np.array(ir_shape, np.int32)), cx.const(a["w"].name, w_ir, wq), xin]
+    if "bias" in a:
+        inputs.append(bias_const(cx, a["bias"], out, sx, scale, o))
+    act, clamp = cx.activation(p, q)
+    y = cx.finish("TRANSPOSE_CONV", inputs, out, ir_shape, q, clamp, stride=a["stride"], padding=padding,
+                  activation=act)
+    return Act(y, NCHW_AS_NHWC, a["out_shape"], dtype)
+
+
 HANDLERS = {
+    "ConvTranspose": conv_transpose,
     "Conv": conv, "ConvInteger": conv_integer, "QLinearConv": qlinear_conv,
     "MatMul": matmul, "MatMulInteger": matmul_integer, "Gemm": gemm, "QLinearMatMul": qlinear_matmul, "QGemm": qgemm,
 }
-EMITTERS = {"CONV_2D": emit_conv, "DEPTHWISE_CONV_2D": emit_conv, "FULLY_CONNECTED": emit_fully_connected}
+EMITTERS = {"CONV_2D": emit_conv, "DEPTHWISE_CONV_2D": emit_conv, "FULLY_CONNECTED": emit_fully_connected,
+            "BATCH_MATMUL": emit_batch_matmul, "TRANSPOSE_CONV": emit_transpose_conv}

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from .build import Builder
+from .emit_binary import pending_binary
 from .layout import Layout, compose_transpose
 from .read import ONNX_DTYPES, node_attrs
 from .values import INF, Act, Deq, Pending, QConst, copy_quant, replace, same_quant, shape_of
@@ -95,8 +96,10 @@ def mul(cx: Builder, node):
     if isinstance(p, Pending) and p.int_acc and p.acc_scale is None and isinstance(c, np.ndarray):
         cx.env[node.output[0]] = replace(p, acc_scale=channel_vector(cx, p, c.astype(np.float32), "scale"))
         return
-    raise cx.err("Mul is supported only as the scale of a ConvInteger/MatMulInteger result "
-                 "(or between constants)")
+    if isinstance(a, Pending) or isinstance(b, Pending):
+        raise cx.err("Mul of a float result that is not quantized first (supported: the scale of a "
+                     "ConvInteger/MatMulInteger result, or a Mul of quantized values)")
+    cx.env[node.output[0]] = pending_binary(cx, "MUL", [a, b], list(node.input))
 
 
 def add(cx: Builder, node):
@@ -127,8 +130,10 @@ def add(cx: Builder, node):
         if isinstance(a.src, Act) and isinstance(b.src, QConst):
             cx.env[out] = Pending("ADD_CONST", cx.k, [a.src], {"const": b.src})
             return
-    raise cx.err("Add is supported between two quantized activations, of a quantized constant to one, "
-                 "or as the bias of a Conv/MatMul/Gemm")
+    if isinstance(a, Pending) or isinstance(b, Pending):
+        raise cx.err("Add is supported between quantized activations and constants (any broadcastable shapes), "
+                     "or as the bias of a Conv/MatMul/Gemm")
+    cx.env[out] = pending_binary(cx, "ADD_BROADCAST", [a, b], list(node.input))
 
 
 # -- QuantizeLinear / DequantizeLinear ----------------------------------------------------------
