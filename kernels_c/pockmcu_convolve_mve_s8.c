@@ -101,32 +101,38 @@ pockmcu_mve_gather(const pockmcu_mve_conv_geom *g, pockmcu_mve_origin o, int32_t
     }
 }
 
-/* Dot products of n bytes of the four gathered rows (stride POCKMCU_MVE_KCHUNK) with w; *sum_w += sum(w). */
-POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_dot4(const int8_t *col, const int8_t *w, int32_t n, int32_t *sum_w)
+/* Dot products of n bytes of four rows with w; *sum_w += sum(w). No byte beyond n is read. */
+POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_dot4(const int8_t *const rows[4], const int8_t *w, int32_t n, int32_t *sum_w)
 {
-    const int8_t *c0 = col;
+    const int8_t *r0 = rows[0];
+    const int8_t *r1 = rows[1];
+    const int8_t *r2 = rows[2];
+    const int8_t *r3 = rows[3];
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, s = *sum_w;
     int32x4_t v;
     int32_t i;
     for (i = n >> 4; i > 0; i--)
     {
         const int8x16_t wv = vldrbq_s8(w);
-        a0 = vmladavaq_s8(a0, vldrbq_s8(c0), wv);
-        a1 = vmladavaq_s8(a1, vldrbq_s8(c0 + POCKMCU_MVE_KCHUNK), wv);
-        a2 = vmladavaq_s8(a2, vldrbq_s8(c0 + 2 * POCKMCU_MVE_KCHUNK), wv);
-        a3 = vmladavaq_s8(a3, vldrbq_s8(c0 + 3 * POCKMCU_MVE_KCHUNK), wv);
+        a0 = vmladavaq_s8(a0, vldrbq_s8(r0), wv);
+        a1 = vmladavaq_s8(a1, vldrbq_s8(r1), wv);
+        a2 = vmladavaq_s8(a2, vldrbq_s8(r2), wv);
+        a3 = vmladavaq_s8(a3, vldrbq_s8(r3), wv);
         s = vaddvaq_s8(s, wv);
         w += 16;
-        c0 += 16;
+        r0 += 16;
+        r1 += 16;
+        r2 += 16;
+        r3 += 16;
     }
     if (n & 15)
     {
-        /* the weights beyond n are zeroed; the rows hold POCKMCU_MVE_KCHUNK bytes, so the loads stay inside */
-        const int8x16_t wv = vldrbq_z_s8(w, vctp8q((uint32_t)(n & 15)));
-        a0 = vmladavaq_s8(a0, vldrbq_s8(c0), wv);
-        a1 = vmladavaq_s8(a1, vldrbq_s8(c0 + POCKMCU_MVE_KCHUNK), wv);
-        a2 = vmladavaq_s8(a2, vldrbq_s8(c0 + 2 * POCKMCU_MVE_KCHUNK), wv);
-        a3 = vmladavaq_s8(a3, vldrbq_s8(c0 + 3 * POCKMCU_MVE_KCHUNK), wv);
+        const mve_pred16_t p = vctp8q((uint32_t)(n & 15));
+        const int8x16_t wv = vldrbq_z_s8(w, p);
+        a0 = vmladavaq_s8(a0, vldrbq_z_s8(r0, p), wv);
+        a1 = vmladavaq_s8(a1, vldrbq_z_s8(r1, p), wv);
+        a2 = vmladavaq_s8(a2, vldrbq_z_s8(r2, p), wv);
+        a3 = vmladavaq_s8(a3, vldrbq_z_s8(r3, p), wv);
         s = vaddvaq_s8(s, wv);
     }
     *sum_w = s;
@@ -135,6 +141,29 @@ POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_dot4(const int8_t *col, const int8_t *w
     v = vsetq_lane_s32(a2, v, 2);
     v = vsetq_lane_s32(a3, v, 3);
     return v;
+}
+
+/* Requantize the four pixels of output channel oc and scatter them (offsets: 0, C_OUT, 2 C_OUT, 3 C_OUT). */
+POCKMCU_MVE_INLINE void pockmcu_mve_conv_store(int32x4_t v,
+                                               int32_t sw,
+                                               int32_t oc,
+                                               const int32_t *bias_data,
+                                               const cmsis_nn_conv_params *conv_params,
+                                               const cmsis_nn_per_channel_quant_params *quant_params,
+                                               int8_t *out,
+                                               uint32x4_t out_offsets,
+                                               mve_pred16_t store)
+{
+    /* bias + input_offset * sum(w), wrapping like the int32 sums of the portable loops */
+    uint32_t add = (uint32_t)conv_params->input_offset * (uint32_t)sw;
+    if (bias_data != NULL)
+    {
+        add += (uint32_t)bias_data[oc];
+    }
+    v = vaddq_n_s32(v, (int32_t)add);
+    v = pockmcu_mve_requantize_n(v, quant_params->multiplier[oc], quant_params->shift[oc]);
+    v = pockmcu_mve_finish(v, conv_params->output_offset, conv_params->activation.min, conv_params->activation.max);
+    vstrbq_scatter_offset_p_s32(out + oc, out_offsets, v, store);
 }
 
 static arm_cmsis_nn_status pockmcu_convolve_mve(const cmsis_nn_conv_params *conv_params,
@@ -151,10 +180,7 @@ static arm_cmsis_nn_status pockmcu_convolve_mve(const cmsis_nn_conv_params *conv
     const int32_t out_w = output_dims->w;
     const int32_t n_pix = output_dims->h * out_w;
     const int32_t kk = filter_dims->h * filter_dims->w * filter_dims->c;
-    const int32_t input_offset = conv_params->input_offset;
-    const int32_t output_offset = conv_params->output_offset;
-    const int32_t act_min = conv_params->activation.min;
-    const int32_t act_max = conv_params->activation.max;
+    const int32_t direct = filter_dims->h == 1 && (conv_params->dilation.w == 1 || filter_dims->w == 1);
     const uint32x4_t out_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c);
     pockmcu_mve_conv_geom g;
     int8_t col[4 * POCKMCU_MVE_KCHUNK] __attribute__((aligned(16)));
@@ -169,7 +195,7 @@ static arm_cmsis_nn_status pockmcu_convolve_mve(const cmsis_nn_conv_params *conv
     g.k_c = filter_dims->c;
     g.dil_h = conv_params->dilation.h;
     g.dil_w = conv_params->dilation.w;
-    g.zp = vdupq_n_s8((int8_t)-input_offset);
+    g.zp = vdupq_n_s8((int8_t)-conv_params->input_offset);
 
     for (b = 0; b < input_dims->n; b++)
     {
@@ -188,50 +214,64 @@ static arm_cmsis_nn_status pockmcu_convolve_mve(const cmsis_nn_conv_params *conv
                 org[r].y0 = oy * conv_params->stride.h - conv_params->padding.h;
                 org[r].x0 = (p - oy * out_w) * conv_params->stride.w - conv_params->padding.w;
             }
+            if (kk <= POCKMCU_MVE_KCHUNK)
+            {
+                /* one chunk: the rows are gathered once, or read in place when the receptive field is one
+                 * contiguous run of the input (1xK filters, dilation 1 or K = 1, inside the image) */
+                const int8_t *rows[4];
+                int8_t *out = out_batch + p0 * out_c;
+                for (r = 0; r < 4; r++)
+                {
+                    if (direct && org[r].y0 >= 0 && org[r].y0 < g.in_h && org[r].x0 >= 0 && org[r].x0 + g.k_w <= g.in_w)
+                    {
+                        rows[r] = g.in + (org[r].y0 * g.in_w + org[r].x0) * g.in_c;
+                    }
+                    else
+                    {
+                        pockmcu_mve_gather(&g, org[r], 0, kk, col + r * POCKMCU_MVE_KCHUNK);
+                        rows[r] = col + r * POCKMCU_MVE_KCHUNK;
+                    }
+                }
+                for (oc0 = 0; oc0 < out_c; oc0++)
+                {
+                    int32_t sw = 0;
+                    const int32x4_t v = pockmcu_mve_dot4(rows, filter_data + oc0 * kk, kk, &sw);
+                    pockmcu_mve_conv_store(v, sw, oc0, bias_data, conv_params, quant_params, out, out_offsets, store);
+                }
+                continue;
+            }
             for (oc0 = 0; oc0 < out_c; oc0 += POCKMCU_MVE_OCB)
             {
                 const int32_t nb = pockmcu_min_i32(POCKMCU_MVE_OCB, out_c - oc0);
+                const int8_t *rows[4] = {
+                    col, col + POCKMCU_MVE_KCHUNK, col + 2 * POCKMCU_MVE_KCHUNK, col + 3 * POCKMCU_MVE_KCHUNK};
                 int32_t j;
                 for (k0 = 0; k0 < kk; k0 += POCKMCU_MVE_KCHUNK)
                 {
                     const int32_t n = pockmcu_min_i32(POCKMCU_MVE_KCHUNK, kk - k0);
-                    const int32_t last = k0 + n >= kk;
-                    /* a single chunk is gathered once for all output channels */
-                    if (kk > POCKMCU_MVE_KCHUNK || oc0 == 0)
+                    for (r = 0; r < 4; r++)
                     {
-                        for (r = 0; r < 4; r++)
-                        {
-                            pockmcu_mve_gather(&g, org[r], k0, k0 + n, col + r * POCKMCU_MVE_KCHUNK);
-                        }
+                        pockmcu_mve_gather(&g, org[r], k0, k0 + n, col + r * POCKMCU_MVE_KCHUNK);
                     }
                     for (j = 0; j < nb; j++)
                     {
-                        const int32_t oc = oc0 + j;
                         int32_t sw = k0 == 0 ? 0 : sum_w[j];
-                        int32x4_t v = pockmcu_mve_dot4(col, filter_data + oc * kk + k0, n, &sw);
-                        if (k0 != 0)
-                        {
-                            v = vaddq_s32(v, acc[j]);
-                        }
-                        if (!last)
-                        {
-                            acc[j] = v;
-                            sum_w[j] = sw;
-                            continue;
-                        }
-                        {
-                            /* bias + input_offset * sum(w), wrapping like the int32 sums of the portable loops */
-                            uint32_t add = (uint32_t)input_offset * (uint32_t)sw;
-                            if (bias_data != NULL)
-                            {
-                                add += (uint32_t)bias_data[oc];
-                            }
-                            v = vaddq_n_s32(v, (int32_t)add);
-                            v = pockmcu_mve_requantize_n(v, quant_params->multiplier[oc], quant_params->shift[oc]);
-                            v = pockmcu_mve_finish(v, output_offset, act_min, act_max);
-                            vstrbq_scatter_offset_p_s32(out_batch + p0 * out_c + oc, out_offsets, v, store);
-                        }
+                        const int32x4_t v = pockmcu_mve_dot4(rows, filter_data + (oc0 + j) * kk + k0, n, &sw);
+                        acc[j] = k0 == 0 ? v : vaddq_s32(v, acc[j]);
+                        sum_w[j] = sw;
                     }
+                }
+                for (j = 0; j < nb; j++)
+                {
+                    pockmcu_mve_conv_store(acc[j],
+                                           sum_w[j],
+                                           oc0 + j,
+                                           bias_data,
+                                           conv_params,
+                                           quant_params,
+                                           out_batch + p0 * out_c,
+                                           out_offsets,
+                                           store);
                 }
             }
         }

@@ -22,23 +22,14 @@
 
 #if POCKMCU_HAS_MVE
 
-/* Four input channels for the output channels of the group: contiguous (ch_mult 1) or gathered. */
-POCKMCU_MVE_INLINE int32x4_t
-pockmcu_mve_dw_load_x(const int8_t *px, int32_t oc0, uint32x4_t in_ch, int32_t mult1, int32_t tail, mve_pred16_t p)
+/* Four input channels for the output channels [oc0, oc0 + 4) at input pixel px: contiguous (ch_mult 1)
+ * or gathered at lanes in_ch = oc / ch_mult. */
+POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_dw_x(const int8_t *px, uint32x4_t in_ch, int32_t mult1)
 {
-    if (mult1)
-    {
-        return tail ? vldrbq_z_s32(px + oc0, p) : vldrbq_s32(px + oc0);
-    }
-    return tail ? vldrbq_gather_offset_z_s32(px, in_ch, p) : vldrbq_gather_offset_s32(px, in_ch);
+    return mult1 ? vldrbq_s32(px) : vldrbq_gather_offset_s32(px, in_ch);
 }
 
-POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_dw_load_w(const int8_t *w, int32_t tail, mve_pred16_t p)
-{
-    return tail ? vldrbq_z_s32(w, p) : vldrbq_s32(w);
-}
-
-/* One group of four output channels [oc0, oc0 + 4) over every output pixel. */
+/* Output channels [oc0, oc0 + 4) over every output pixel (mult1: ch_mult == 1, a constant). */
 POCKMCU_MVE_INLINE void pockmcu_mve_dw_group(const cmsis_nn_dw_conv_params *prm,
                                              const cmsis_nn_per_channel_quant_params *quant_params,
                                              const cmsis_nn_dims *input_dims,
@@ -49,8 +40,7 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_group(const cmsis_nn_dw_conv_params *prm,
                                              const cmsis_nn_dims *output_dims,
                                              int8_t *output_data,
                                              const int32_t oc0,
-                                             const int32_t mult1,
-                                             const int32_t tail)
+                                             const int32_t mult1)
 {
     const int32_t in_h = input_dims->h;
     const int32_t in_w = input_dims->w;
@@ -65,99 +55,218 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_group(const cmsis_nn_dw_conv_params *prm,
     const int32_t dil_h = prm->dilation.h;
     const int32_t dil_w = prm->dilation.w;
     const int32_t zp = -prm->input_offset;
-    const mve_pred16_t p = vctp32q((uint32_t)(out_c - oc0));
-    /* input channel of each lane: oc / ch_mult (only read with ch_mult > 1) */
+    const int32_t output_offset = prm->output_offset;
+    const int32_t act_min = prm->activation.min;
+    const int32_t act_max = prm->activation.max;
+    const int32_t fast3 = k_h == 3 && k_w == 3 && dil_h == 1 && dil_w == 1;
     const uint32_t lane_ch[4] = {(uint32_t)(oc0 / prm->ch_mult),
                                  (uint32_t)((oc0 + 1) / prm->ch_mult),
                                  (uint32_t)((oc0 + 2) / prm->ch_mult),
                                  (uint32_t)((oc0 + 3) / prm->ch_mult)};
+    /* ch_mult 1: x at px + oc0; else gathered from px at the lanes' input channels */
     const uint32x4_t in_ch = vldrwq_u32(lane_ch);
-    const int32x4_t mult =
-        tail ? vldrwq_z_s32(quant_params->multiplier + oc0, p) : vldrwq_s32(quant_params->multiplier + oc0);
-    const int32x4_t shift = tail ? vldrwq_z_s32(quant_params->shift + oc0, p) : vldrwq_s32(quant_params->shift + oc0);
-    int32x4_t init =
-        bias_data == NULL ? vdupq_n_s32(0) : (tail ? vldrwq_z_s32(bias_data + oc0, p) : vldrwq_s32(bias_data + oc0));
+    const int32_t x_off = mult1 ? oc0 : 0;
+    const int8_t *w_grp = filter_data + oc0;
+    const int32x4_t shift = vldrwq_s32(quant_params->shift + oc0);
+    const int32x4_t mult = vldrwq_s32(quant_params->multiplier + oc0);
+    const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
+    const int32x4_t right = vminq_s32(shift, vdupq_n_s32(0));
+    const int32_t row_bytes = in_w * in_c;
+    int32x4_t init = bias_data == NULL ? vdupq_n_s32(0) : vldrwq_s32(bias_data + oc0);
+    int32x4_t w9[9]; /* the 3x3 weights of the group, widened once */
     int32_t t, b, oy, ox;
+
+    if (fast3)
+    {
+        for (t = 0; t < 9; t++)
+        {
+            w9[t] = vldrbq_s32(w_grp + t * out_c);
+        }
+    }
 
     /* bias + input_offset * (sum of the channel's weights over all taps) */
     {
         int32x4_t sw = vdupq_n_s32(0);
         for (t = 0; t < k_h * k_w; t++)
         {
-            sw = vaddq_s32(sw, pockmcu_mve_dw_load_w(filter_data + t * out_c + oc0, tail, p));
+            sw = vaddq_s32(sw, vldrbq_s32(w_grp + t * out_c));
         }
         init = vmlaq_n_s32(init, sw, prm->input_offset);
     }
 
     for (b = 0; b < input_dims->n; b++)
     {
-        const int8_t *in_batch = input_data + b * in_h * in_w * in_c;
+        const int8_t *in_batch = input_data + b * in_h * in_w * in_c + x_off;
+        int8_t *out = output_data + b * out_h * out_w * out_c + oc0;
         for (oy = 0; oy < out_h; oy++)
         {
             const int32_t in_y0 = oy * stride_h - prm->padding.h;
             const int32_t ky_start = pockmcu_window_start(in_y0, dil_h);
             const int32_t ky_end = pockmcu_window_end(in_y0, dil_h, in_h, k_h);
-            int8_t *out_row = output_data + ((b * out_h + oy) * out_w) * out_c + oc0;
-            for (ox = 0; ox < out_w; ox++)
+            for (ox = 0; ox < out_w; ox++, out += out_c)
             {
                 const int32_t in_x0 = ox * stride_w - prm->padding.w;
-                const int32_t kx_start = pockmcu_window_start(in_x0, dil_w);
-                const int32_t kx_end = pockmcu_window_end(in_x0, dil_w, in_w, k_w);
                 int32x4_t acc = init;
-                int32_t ky, kx;
-                if (k_h == 3 && k_w == 3 && dil_h == 1 && dil_w == 1 && ky_start == 0 && ky_end == 3 && kx_start == 0 &&
-                    kx_end == 3)
+                if (fast3 && ky_end - ky_start == 3 && in_x0 >= 0 && in_x0 + 3 <= in_w)
                 {
-                    /* all nine taps inside: unrolled */
-                    const int8_t *px = in_batch + (in_y0 * in_w + in_x0) * in_c;
-                    const int8_t *w = filter_data + oc0;
-                    for (ky = 0; ky < 3; ky++)
-                    {
-                        acc = vaddq_s32(acc,
-                                        vmulq_s32(pockmcu_mve_dw_load_x(px, oc0, in_ch, mult1, tail, p),
-                                                  pockmcu_mve_dw_load_w(w, tail, p)));
-                        acc = vaddq_s32(acc,
-                                        vmulq_s32(pockmcu_mve_dw_load_x(px + in_c, oc0, in_ch, mult1, tail, p),
-                                                  pockmcu_mve_dw_load_w(w + out_c, tail, p)));
-                        acc = vaddq_s32(acc,
-                                        vmulq_s32(pockmcu_mve_dw_load_x(px + 2 * in_c, oc0, in_ch, mult1, tail, p),
-                                                  pockmcu_mve_dw_load_w(w + 2 * out_c, tail, p)));
-                        px += in_w * in_c;
-                        w += 3 * out_c;
-                    }
+                    /* all nine taps inside: straight-line, the weights from the stack copy */
+                    const int8_t *p0 = in_batch + (in_y0 * in_w + in_x0) * in_c;
+                    const int8_t *p1 = p0 + row_bytes;
+                    const int8_t *p2 = p1 + row_bytes;
+                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p0, in_ch, mult1), w9[0]));
+                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p0 + in_c, in_ch, mult1), w9[1]));
+                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p0 + 2 * in_c, in_ch, mult1), w9[2]));
+                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p1, in_ch, mult1), w9[3]));
+                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p1 + in_c, in_ch, mult1), w9[4]));
+                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p1 + 2 * in_c, in_ch, mult1), w9[5]));
+                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p2, in_ch, mult1), w9[6]));
+                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p2 + in_c, in_ch, mult1), w9[7]));
+                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p2 + 2 * in_c, in_ch, mult1), w9[8]));
                 }
                 else
                 {
+                    const int32_t kx_start = pockmcu_window_start(in_x0, dil_w);
+                    const int32_t kx_end = pockmcu_window_end(in_x0, dil_w, in_w, k_w);
+                    int32_t ky, kx;
                     for (ky = 0; ky < k_h; ky++)
                     {
-                        const int32_t in_y = in_y0 + ky * dil_h;
-                        const int32_t row_in = ky >= ky_start && ky < ky_end;
-                        const int8_t *w = filter_data + ky * k_w * out_c + oc0;
-                        for (kx = 0; kx < k_w; kx++)
+                        const int8_t *w = w_grp + ky * k_w * out_c;
+                        if (ky < ky_start || ky >= ky_end)
                         {
-                            const int32x4_t wv = pockmcu_mve_dw_load_w(w + kx * out_c, tail, p);
-                            if (row_in && kx >= kx_start && kx < kx_end)
+                            for (kx = 0; kx < k_w; kx++) /* outside: the input zero point */
                             {
-                                const int8_t *px = in_batch + (in_y * in_w + in_x0 + kx * dil_w) * in_c;
-                                acc = vaddq_s32(acc,
-                                                vmulq_s32(pockmcu_mve_dw_load_x(px, oc0, in_ch, mult1, tail, p), wv));
+                                acc = vmlaq_n_s32(acc, vldrbq_s32(w + kx * out_c), zp);
                             }
-                            else
+                            continue;
+                        }
+                        {
+                            const int8_t *row = in_batch + ((in_y0 + ky * dil_h) * in_w + in_x0) * in_c;
+                            for (kx = 0; kx < k_w; kx++)
                             {
-                                acc = vmlaq_n_s32(acc, wv, zp); /* outside: the input zero point */
+                                const int32x4_t wv = vldrbq_s32(w + kx * out_c);
+                                if (kx >= kx_start && kx < kx_end)
+                                {
+                                    acc = vaddq_s32(
+                                        acc, vmulq_s32(pockmcu_mve_dw_x(row + kx * dil_w * in_c, in_ch, mult1), wv));
+                                }
+                                else
+                                {
+                                    acc = vmlaq_n_s32(acc, wv, zp);
+                                }
                             }
                         }
                     }
                 }
-                acc = pockmcu_mve_requantize(acc, mult, shift);
-                acc = pockmcu_mve_finish(acc, prm->output_offset, prm->activation.min, prm->activation.max);
-                if (tail)
+                acc = pockmcu_mve_requantize_lr(acc, mult, left, right);
+                vstrbq_s32(out, pockmcu_mve_finish(acc, output_offset, act_min, act_max));
+            }
+        }
+    }
+}
+
+static void pockmcu_mve_dw_mult1(const cmsis_nn_dw_conv_params *prm,
+                                 const cmsis_nn_per_channel_quant_params *quant_params,
+                                 const cmsis_nn_dims *input_dims,
+                                 const int8_t *input_data,
+                                 const cmsis_nn_dims *filter_dims,
+                                 const int8_t *filter_data,
+                                 const int32_t *bias_data,
+                                 const cmsis_nn_dims *output_dims,
+                                 int8_t *output_data,
+                                 const int32_t oc0)
+{
+    pockmcu_mve_dw_group(prm,
+                         quant_params,
+                         input_dims,
+                         input_data,
+                         filter_dims,
+                         filter_data,
+                         bias_data,
+                         output_dims,
+                         output_data,
+                         oc0,
+                         1);
+}
+
+static void pockmcu_mve_dw_gather(const cmsis_nn_dw_conv_params *prm,
+                                  const cmsis_nn_per_channel_quant_params *quant_params,
+                                  const cmsis_nn_dims *input_dims,
+                                  const int8_t *input_data,
+                                  const cmsis_nn_dims *filter_dims,
+                                  const int8_t *filter_data,
+                                  const int32_t *bias_data,
+                                  const cmsis_nn_dims *output_dims,
+                                  int8_t *output_data,
+                                  const int32_t oc0)
+{
+    pockmcu_mve_dw_group(prm,
+                         quant_params,
+                         input_dims,
+                         input_data,
+                         filter_dims,
+                         filter_data,
+                         bias_data,
+                         output_dims,
+                         output_data,
+                         oc0,
+                         0);
+}
+
+/* The last out_c % 4 channels from oc0 on: the portable loops' arithmetic, one channel at a time. */
+static void pockmcu_mve_dw_scalar(const cmsis_nn_dw_conv_params *prm,
+                                  const cmsis_nn_per_channel_quant_params *quant_params,
+                                  const cmsis_nn_dims *input_dims,
+                                  const int8_t *input_data,
+                                  const cmsis_nn_dims *filter_dims,
+                                  const int8_t *filter_data,
+                                  const int32_t *bias_data,
+                                  const cmsis_nn_dims *output_dims,
+                                  int8_t *output_data,
+                                  const int32_t oc0)
+{
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t in_c = input_dims->c;
+    const int32_t out_h = output_dims->h;
+    const int32_t out_w = output_dims->w;
+    const int32_t out_c = output_dims->c;
+    const int32_t k_h = filter_dims->h;
+    const int32_t k_w = filter_dims->w;
+    int32_t b, oy, ox, oc, ky, kx;
+    for (b = 0; b < input_dims->n; b++)
+    {
+        const int8_t *in_batch = input_data + b * in_h * in_w * in_c;
+        for (oy = 0; oy < out_h; oy++)
+        {
+            const int32_t in_y0 = oy * prm->stride.h - prm->padding.h;
+            const int32_t ky_start = pockmcu_window_start(in_y0, prm->dilation.h);
+            const int32_t ky_end = pockmcu_window_end(in_y0, prm->dilation.h, in_h, k_h);
+            for (ox = 0; ox < out_w; ox++)
+            {
+                const int32_t in_x0 = ox * prm->stride.w - prm->padding.w;
+                const int32_t kx_start = pockmcu_window_start(in_x0, prm->dilation.w);
+                const int32_t kx_end = pockmcu_window_end(in_x0, prm->dilation.w, in_w, k_w);
+                int8_t *out = output_data + ((b * out_h + oy) * out_w + ox) * out_c;
+                for (oc = oc0; oc < out_c; oc++)
                 {
-                    vstrbq_p_s32(out_row + ox * out_c, acc, p);
-                }
-                else
-                {
-                    vstrbq_s32(out_row + ox * out_c, acc);
+                    int32_t acc = 0;
+                    for (ky = ky_start; ky < ky_end; ky++)
+                    {
+                        const int8_t *in_row =
+                            in_batch + (in_y0 + ky * prm->dilation.h) * in_w * in_c + oc / prm->ch_mult;
+                        for (kx = kx_start; kx < kx_end; kx++)
+                        {
+                            acc += (int32_t)filter_data[(ky * k_w + kx) * out_c + oc] *
+                                ((int32_t)in_row[(in_x0 + kx * prm->dilation.w) * in_c] + prm->input_offset);
+                        }
+                    }
+                    if (bias_data != NULL)
+                    {
+                        acc += bias_data[oc];
+                    }
+                    acc = pockmcu_requantize(acc, quant_params->multiplier[oc], quant_params->shift[oc]) +
+                        prm->output_offset;
+                    out[oc] = (int8_t)pockmcu_clamp_i32(acc, prm->activation.min, prm->activation.max);
                 }
             }
         }
@@ -190,51 +299,29 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_mve_s8(const cmsis_nn_context *ctx,
         (void)bias_dims;
         for (oc0 = 0; oc0 + 4 <= out_c; oc0 += 4)
         {
-            if (ch_mult == 1)
-            {
-                pockmcu_mve_dw_group(dw_conv_params,
-                                     quant_params,
-                                     input_dims,
-                                     input_data,
-                                     filter_dims,
-                                     filter_data,
-                                     bias_data,
-                                     output_dims,
-                                     output_data,
-                                     oc0,
-                                     1,
-                                     0);
-            }
-            else
-            {
-                pockmcu_mve_dw_group(dw_conv_params,
-                                     quant_params,
-                                     input_dims,
-                                     input_data,
-                                     filter_dims,
-                                     filter_data,
-                                     bias_data,
-                                     output_dims,
-                                     output_data,
-                                     oc0,
-                                     0,
-                                     0);
-            }
+            (ch_mult == 1 ? pockmcu_mve_dw_mult1 : pockmcu_mve_dw_gather)(dw_conv_params,
+                                                                          quant_params,
+                                                                          input_dims,
+                                                                          input_data,
+                                                                          filter_dims,
+                                                                          filter_data,
+                                                                          bias_data,
+                                                                          output_dims,
+                                                                          output_data,
+                                                                          oc0);
         }
         if (oc0 < out_c)
         {
-            pockmcu_mve_dw_group(dw_conv_params,
-                                 quant_params,
-                                 input_dims,
-                                 input_data,
-                                 filter_dims,
-                                 filter_data,
-                                 bias_data,
-                                 output_dims,
-                                 output_data,
-                                 oc0,
-                                 ch_mult == 1,
-                                 1);
+            pockmcu_mve_dw_scalar(dw_conv_params,
+                                  quant_params,
+                                  input_dims,
+                                  input_data,
+                                  filter_dims,
+                                  filter_data,
+                                  bias_data,
+                                  output_dims,
+                                  output_data,
+                                  oc0);
         }
         return ARM_CMSIS_NN_SUCCESS;
     }

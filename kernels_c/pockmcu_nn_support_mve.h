@@ -53,6 +53,15 @@ POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_requantize(int32x4_t x, int32x4_t mult,
     return vrshlq_s32(vqaddq_s32(x, fixup), right);
 }
 
+/* The same with the shift split into left = max(shift, 0) and right = min(shift, 0), formed once. */
+POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_requantize_lr(int32x4_t x, int32x4_t mult, int32x4_t left, int32x4_t right)
+{
+    int32x4_t fixup;
+    x = vqrdmulhq_s32(vshlq_s32(x, left), mult);
+    fixup = vshrq_n_s32(vandq_s32(x, right), 31);
+    return vrshlq_s32(vqaddq_s32(x, fixup), right);
+}
+
 /* The same with one multiplier and shift for all four lanes. */
 POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_requantize_n(int32x4_t x, int32_t mult, int32_t shift)
 {
