@@ -24,7 +24,8 @@
 #if POCKMCU_HAS_MVE
 
     #define POCKMCU_MVE_KCHUNK 128 /* bytes of one pixel's receptive field per gather; a multiple of 16 */
-    #define POCKMCU_MVE_OCB 16     /* output channels per accumulator block when K > POCKMCU_MVE_KCHUNK */
+    #define POCKMCU_MVE_OCB 64     /* output channels per block (their bias + offset terms on the stack) */
+    #define POCKMCU_MVE_ACC 16     /* accumulators per sub-block when K > POCKMCU_MVE_KCHUNK */
 
 /* Where the receptive field of one output pixel starts in the input. */
 typedef struct
@@ -39,6 +40,8 @@ typedef struct
     const int8_t *in;
     int32_t in_h, in_w, in_c, k_w, k_c, dil_h, dil_w;
     int8x16_t zp;
+    int32_t output_offset;
+    int32x4_t act_min, act_max;
 } pockmcu_mve_conv_geom;
 
 /* Bytes [k0, k1) of the flattened (ky, kx, ci) receptive field of the pixel at origin o, into dst. */
@@ -101,14 +104,14 @@ pockmcu_mve_gather(const pockmcu_mve_conv_geom *g, pockmcu_mve_origin o, int32_t
     }
 }
 
-/* Dot products of n bytes of four rows with w; *sum_w += sum(w). No byte beyond n is read. */
-POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_dot4(const int8_t *const rows[4], const int8_t *w, int32_t n, int32_t *sum_w)
+/* Dot products of n bytes of four rows with w. No byte beyond n is read. */
+POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_dot4(const int8_t *const rows[4], const int8_t *w, int32_t n)
 {
     const int8_t *r0 = rows[0];
     const int8_t *r1 = rows[1];
     const int8_t *r2 = rows[2];
     const int8_t *r3 = rows[3];
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, s = *sum_w;
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     int32x4_t v;
     int32_t i;
     for (i = n >> 4; i > 0; i--)
@@ -118,7 +121,6 @@ POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_dot4(const int8_t *const rows[4], const
         a1 = vmladavaq_s8(a1, vldrbq_s8(r1), wv);
         a2 = vmladavaq_s8(a2, vldrbq_s8(r2), wv);
         a3 = vmladavaq_s8(a3, vldrbq_s8(r3), wv);
-        s = vaddvaq_s8(s, wv);
         w += 16;
         r0 += 16;
         r1 += 16;
@@ -133,9 +135,7 @@ POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_dot4(const int8_t *const rows[4], const
         a1 = vmladavaq_s8(a1, vldrbq_z_s8(r1, p), wv);
         a2 = vmladavaq_s8(a2, vldrbq_z_s8(r2, p), wv);
         a3 = vmladavaq_s8(a3, vldrbq_z_s8(r3, p), wv);
-        s = vaddvaq_s8(s, wv);
     }
-    *sum_w = s;
     v = vdupq_n_s32(a0);
     v = vsetq_lane_s32(a1, v, 1);
     v = vsetq_lane_s32(a2, v, 2);
@@ -143,27 +143,35 @@ POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_dot4(const int8_t *const rows[4], const
     return v;
 }
 
+/* pre = bias + input_offset * sum(w) of output channel oc (wrapping, like the portable int32 sums): the
+ * input offset term of every dot product of that channel. */
+POCKMCU_MVE_INLINE int32_t pockmcu_mve_conv_pre(const int8_t *w, int32_t n, int32_t input_offset, const int32_t *bias)
+{
+    int32_t s = 0;
+    for (; n >= 16; n -= 16, w += 16)
+    {
+        s = vaddvaq_s8(s, vldrbq_s8(w));
+    }
+    if (n > 0)
+    {
+        s = vaddvaq_s8(s, vldrbq_z_s8(w, vctp8q((uint32_t)n)));
+    }
+    return (int32_t)((uint32_t)input_offset * (uint32_t)s + (bias != NULL ? (uint32_t)*bias : 0u));
+}
+
 /* Requantize the four pixels of output channel oc and scatter them (offsets: 0, C_OUT, 2 C_OUT, 3 C_OUT). */
 POCKMCU_MVE_INLINE void pockmcu_mve_conv_store(int32x4_t v,
-                                               int32_t sw,
-                                               int32_t oc,
-                                               const int32_t *bias_data,
-                                               const cmsis_nn_conv_params *conv_params,
-                                               const cmsis_nn_per_channel_quant_params *quant_params,
+                                               int32_t pre,
+                                               int32_t mult,
+                                               int32_t shift,
+                                               const pockmcu_mve_conv_geom *g,
                                                int8_t *out,
                                                uint32x4_t out_offsets,
                                                mve_pred16_t store)
 {
-    /* bias + input_offset * sum(w), wrapping like the int32 sums of the portable loops */
-    uint32_t add = (uint32_t)conv_params->input_offset * (uint32_t)sw;
-    if (bias_data != NULL)
-    {
-        add += (uint32_t)bias_data[oc];
-    }
-    v = vaddq_n_s32(v, (int32_t)add);
-    v = pockmcu_mve_requantize_n(v, quant_params->multiplier[oc], quant_params->shift[oc]);
-    v = pockmcu_mve_finish(v, conv_params->output_offset, conv_params->activation.min, conv_params->activation.max);
-    vstrbq_scatter_offset_p_s32(out + oc, out_offsets, v, store);
+    v = pockmcu_mve_requantize_n(vaddq_n_s32(v, pre), mult, shift);
+    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, g->output_offset), g->act_min), g->act_max);
+    vstrbq_scatter_offset_p_s32(out, out_offsets, v, store);
 }
 
 static arm_cmsis_nn_status pockmcu_convolve_mve(const cmsis_nn_conv_params *conv_params,
@@ -184,9 +192,9 @@ static arm_cmsis_nn_status pockmcu_convolve_mve(const cmsis_nn_conv_params *conv
     const uint32x4_t out_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c);
     pockmcu_mve_conv_geom g;
     int8_t col[4 * POCKMCU_MVE_KCHUNK] __attribute__((aligned(16)));
-    int32x4_t acc[POCKMCU_MVE_OCB];
-    int32_t sum_w[POCKMCU_MVE_OCB];
-    int32_t b, p0;
+    int32x4_t acc[POCKMCU_MVE_ACC];
+    int32_t pre[POCKMCU_MVE_OCB];
+    int32_t b, p0, oc0;
 
     g.in_h = input_dims->h;
     g.in_w = input_dims->w;
@@ -196,82 +204,104 @@ static arm_cmsis_nn_status pockmcu_convolve_mve(const cmsis_nn_conv_params *conv
     g.dil_h = conv_params->dilation.h;
     g.dil_w = conv_params->dilation.w;
     g.zp = vdupq_n_s8((int8_t)-conv_params->input_offset);
+    g.output_offset = conv_params->output_offset;
+    g.act_min = vdupq_n_s32(conv_params->activation.min);
+    g.act_max = vdupq_n_s32(conv_params->activation.max);
 
-    for (b = 0; b < input_dims->n; b++)
+    for (oc0 = 0; oc0 < out_c; oc0 += POCKMCU_MVE_OCB)
     {
-        int8_t *out_batch = output_data + b * n_pix * out_c;
-        g.in = input_data + b * g.in_h * g.in_w * g.in_c;
-        for (p0 = 0; p0 < n_pix; p0 += 4)
+        const int32_t nb = pockmcu_min_i32(POCKMCU_MVE_OCB, out_c - oc0);
+        int32_t j;
+        for (j = 0; j < nb; j++)
         {
-            const int32_t np = pockmcu_min_i32(4, n_pix - p0);
-            const mve_pred16_t store = vctp32q((uint32_t)np);
-            pockmcu_mve_origin org[4];
-            int32_t r, oc0, k0;
-            for (r = 0; r < 4; r++)
+            pre[j] = pockmcu_mve_conv_pre(filter_data + (oc0 + j) * kk,
+                                          kk,
+                                          conv_params->input_offset,
+                                          bias_data != NULL ? bias_data + oc0 + j : NULL);
+        }
+        for (b = 0; b < input_dims->n; b++)
+        {
+            int8_t *out_batch = output_data + b * n_pix * out_c + oc0;
+            g.in = input_data + b * g.in_h * g.in_w * g.in_c;
+            for (p0 = 0; p0 < n_pix; p0 += 4)
             {
-                const int32_t p = p0 + pockmcu_min_i32(r, np - 1); /* missing pixels repeat the last one */
-                const int32_t oy = p / out_w;
-                org[r].y0 = oy * conv_params->stride.h - conv_params->padding.h;
-                org[r].x0 = (p - oy * out_w) * conv_params->stride.w - conv_params->padding.w;
-            }
-            if (kk <= POCKMCU_MVE_KCHUNK)
-            {
-                /* one chunk: the rows are gathered once, or read in place when the receptive field is one
-                 * contiguous run of the input (1xK filters, dilation 1 or K = 1, inside the image) */
-                const int8_t *rows[4];
+                const int32_t np = pockmcu_min_i32(4, n_pix - p0);
+                const mve_pred16_t store = vctp32q((uint32_t)np);
                 int8_t *out = out_batch + p0 * out_c;
+                pockmcu_mve_origin org[4];
+                int32_t r, k0;
                 for (r = 0; r < 4; r++)
                 {
-                    if (direct && org[r].y0 >= 0 && org[r].y0 < g.in_h && org[r].x0 >= 0 && org[r].x0 + g.k_w <= g.in_w)
-                    {
-                        rows[r] = g.in + (org[r].y0 * g.in_w + org[r].x0) * g.in_c;
-                    }
-                    else
-                    {
-                        pockmcu_mve_gather(&g, org[r], 0, kk, col + r * POCKMCU_MVE_KCHUNK);
-                        rows[r] = col + r * POCKMCU_MVE_KCHUNK;
-                    }
+                    const int32_t p = p0 + pockmcu_min_i32(r, np - 1); /* missing pixels repeat the last one */
+                    const int32_t oy = p / out_w;
+                    org[r].y0 = oy * conv_params->stride.h - conv_params->padding.h;
+                    org[r].x0 = (p - oy * out_w) * conv_params->stride.w - conv_params->padding.w;
                 }
-                for (oc0 = 0; oc0 < out_c; oc0++)
+                if (kk <= POCKMCU_MVE_KCHUNK)
                 {
-                    int32_t sw = 0;
-                    const int32x4_t v = pockmcu_mve_dot4(rows, filter_data + oc0 * kk, kk, &sw);
-                    pockmcu_mve_conv_store(v, sw, oc0, bias_data, conv_params, quant_params, out, out_offsets, store);
-                }
-                continue;
-            }
-            for (oc0 = 0; oc0 < out_c; oc0 += POCKMCU_MVE_OCB)
-            {
-                const int32_t nb = pockmcu_min_i32(POCKMCU_MVE_OCB, out_c - oc0);
-                const int8_t *rows[4] = {
-                    col, col + POCKMCU_MVE_KCHUNK, col + 2 * POCKMCU_MVE_KCHUNK, col + 3 * POCKMCU_MVE_KCHUNK};
-                int32_t j;
-                for (k0 = 0; k0 < kk; k0 += POCKMCU_MVE_KCHUNK)
-                {
-                    const int32_t n = pockmcu_min_i32(POCKMCU_MVE_KCHUNK, kk - k0);
+                    /* one chunk: the rows are gathered once, or read in place when the receptive field is one
+                     * contiguous run of the input (1xK filters, dilation 1 or K = 1, inside the image) */
+                    const int8_t *rows[4];
+                    const int8_t *w = filter_data + oc0 * kk;
                     for (r = 0; r < 4; r++)
                     {
-                        pockmcu_mve_gather(&g, org[r], k0, k0 + n, col + r * POCKMCU_MVE_KCHUNK);
+                        if (direct && org[r].y0 >= 0 && org[r].y0 < g.in_h && org[r].x0 >= 0 &&
+                            org[r].x0 + g.k_w <= g.in_w)
+                        {
+                            rows[r] = g.in + (org[r].y0 * g.in_w + org[r].x0) * g.in_c;
+                        }
+                        else
+                        {
+                            pockmcu_mve_gather(&g, org[r], 0, kk, col + r * POCKMCU_MVE_KCHUNK);
+                            rows[r] = col + r * POCKMCU_MVE_KCHUNK;
+                        }
                     }
-                    for (j = 0; j < nb; j++)
+                    for (j = 0; j < nb; j++, w += kk)
                     {
-                        int32_t sw = k0 == 0 ? 0 : sum_w[j];
-                        const int32x4_t v = pockmcu_mve_dot4(rows, filter_data + (oc0 + j) * kk + k0, n, &sw);
-                        acc[j] = k0 == 0 ? v : vaddq_s32(v, acc[j]);
-                        sum_w[j] = sw;
+                        pockmcu_mve_conv_store(pockmcu_mve_dot4(rows, w, kk),
+                                               pre[j],
+                                               quant_params->multiplier[oc0 + j],
+                                               quant_params->shift[oc0 + j],
+                                               &g,
+                                               out + j,
+                                               out_offsets,
+                                               store);
                     }
+                    continue;
                 }
-                for (j = 0; j < nb; j++)
                 {
-                    pockmcu_mve_conv_store(acc[j],
-                                           sum_w[j],
-                                           oc0 + j,
-                                           bias_data,
-                                           conv_params,
-                                           quant_params,
-                                           out_batch + p0 * out_c,
-                                           out_offsets,
-                                           store);
+                    /* receptive fields longer than the stack block: chunks, accumulators per output channel */
+                    const int8_t *rows[4] = {
+                        col, col + POCKMCU_MVE_KCHUNK, col + 2 * POCKMCU_MVE_KCHUNK, col + 3 * POCKMCU_MVE_KCHUNK};
+                    int32_t j0;
+                    for (j0 = 0; j0 < nb; j0 += POCKMCU_MVE_ACC)
+                    {
+                        const int32_t j1 = pockmcu_min_i32(nb, j0 + POCKMCU_MVE_ACC);
+                        for (k0 = 0; k0 < kk; k0 += POCKMCU_MVE_KCHUNK)
+                        {
+                            const int32_t n = pockmcu_min_i32(POCKMCU_MVE_KCHUNK, kk - k0);
+                            for (r = 0; r < 4; r++)
+                            {
+                                pockmcu_mve_gather(&g, org[r], k0, k0 + n, col + r * POCKMCU_MVE_KCHUNK);
+                            }
+                            for (j = j0; j < j1; j++)
+                            {
+                                const int32x4_t v = pockmcu_mve_dot4(rows, filter_data + (oc0 + j) * kk + k0, n);
+                                acc[j - j0] = k0 == 0 ? v : vaddq_s32(v, acc[j - j0]);
+                            }
+                        }
+                        for (j = j0; j < j1; j++)
+                        {
+                            pockmcu_mve_conv_store(acc[j - j0],
+                                                   pre[j],
+                                                   quant_params->multiplier[oc0 + j],
+                                                   quant_params->shift[oc0 + j],
+                                                   &g,
+                                                   out + j,
+                                                   out_offsets,
+                                                   store);
+                        }
+                    }
                 }
             }
         }
