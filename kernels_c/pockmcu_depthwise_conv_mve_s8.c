@@ -22,14 +22,30 @@
 
 #if POCKMCU_HAS_MVE
 
-/* Four input channels for the output channels [oc0, oc0 + 4) at input pixel px: contiguous (ch_mult 1)
- * or gathered at lanes in_ch = oc / ch_mult. */
-POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_dw_x(const int8_t *px, uint32x4_t in_ch, int32_t mult1)
+/* Eight input channels (int16 lanes) for the output channels [oc0, oc0 + 8) at input pixel px: contiguous
+ * (ch_mult 1, px already offset by oc0) or gathered at lane offsets in_ch = oc / ch_mult. */
+POCKMCU_MVE_INLINE int16x8_t pockmcu_mve_dw_x(const int8_t *px, uint16x8_t in_ch, int32_t mult1)
 {
-    return mult1 ? vldrbq_s32(px) : vldrbq_gather_offset_s32(px, in_ch);
+    return mult1 ? vldrbq_s16(px) : vldrbq_gather_offset_s16(px, in_ch);
 }
 
-/* Output channels [oc0, oc0 + 4) over every output pixel (mult1: ch_mult == 1, a constant). */
+/* The per-group constants, read through one pointer. Lanes: even = channels oc0 + 0, 2, 4, 6; odd = 1, 3, 5, 7. */
+typedef struct
+{
+    int32x4_t init_e, init_o, mult_e, mult_o, left_e, left_o, right_e, right_o, act_min, act_max;
+} pockmcu_mve_dw_consts;
+
+/* acc += x * w over eight channels: the products of the even lanes into acc_e, of the odd lanes into acc_o. */
+    #define POCKMCU_MVE_DW_MAC(x, w)                                                                                   \
+        do                                                                                                             \
+        {                                                                                                              \
+            const int16x8_t x_ = (x);                                                                                  \
+            const int16x8_t w_ = (w);                                                                                  \
+            acc_e = vaddq_s32(acc_e, vmullbq_int_s16(x_, w_));                                                         \
+            acc_o = vaddq_s32(acc_o, vmulltq_int_s16(x_, w_));                                                         \
+        } while (0)
+
+/* Output channels [oc0, oc0 + 8) over every output pixel (mult1: ch_mult == 1, a constant). */
 POCKMCU_MVE_INLINE void pockmcu_mve_dw_group(const cmsis_nn_dw_conv_params *prm,
                                              const cmsis_nn_per_channel_quant_params *quant_params,
                                              const cmsis_nn_dims *input_dims,
@@ -54,44 +70,49 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_group(const cmsis_nn_dw_conv_params *prm,
     const int32_t stride_w = prm->stride.w;
     const int32_t dil_h = prm->dilation.h;
     const int32_t dil_w = prm->dilation.w;
-    const int32_t zp = -prm->input_offset;
-    const int32_t output_offset = prm->output_offset;
-    const int32_t act_min = prm->activation.min;
-    const int32_t act_max = prm->activation.max;
     const int32_t fast3 = k_h == 3 && k_w == 3 && dil_h == 1 && dil_w == 1;
-    const uint32_t lane_ch[4] = {(uint32_t)(oc0 / prm->ch_mult),
-                                 (uint32_t)((oc0 + 1) / prm->ch_mult),
-                                 (uint32_t)((oc0 + 2) / prm->ch_mult),
-                                 (uint32_t)((oc0 + 3) / prm->ch_mult)};
-    /* ch_mult 1: x at px + oc0; else gathered from px at the lanes' input channels */
-    const uint32x4_t in_ch = vldrwq_u32(lane_ch);
+    const int16x8_t zp = vdupq_n_s16((int16_t)-prm->input_offset);
+    const uint32x4_t even = vidupq_n_u32(0, 2);
+    const uint32x4_t odd = vidupq_n_u32(1, 2);
+    uint16_t lane_ch[8];
+    uint16x8_t in_ch;
     const int32_t x_off = mult1 ? oc0 : 0;
     const int8_t *w_grp = filter_data + oc0;
-    const int32x4_t shift = vldrwq_s32(quant_params->shift + oc0);
-    const int32x4_t mult = vldrwq_s32(quant_params->multiplier + oc0);
-    const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
-    const int32x4_t right = vminq_s32(shift, vdupq_n_s32(0));
     const int32_t row_bytes = in_w * in_c;
-    int32x4_t init = bias_data == NULL ? vdupq_n_s32(0) : vldrwq_s32(bias_data + oc0);
-    int32x4_t w9[9]; /* the 3x3 weights of the group, widened once */
+    pockmcu_mve_dw_consts k;
+    const pockmcu_mve_dw_consts *kp = &k;
     int32_t t, b, oy, ox;
 
-    if (fast3)
+    for (t = 0; t < 8; t++)
     {
-        for (t = 0; t < 9; t++)
-        {
-            w9[t] = vldrbq_s32(w_grp + t * out_c);
-        }
+        lane_ch[t] = (uint16_t)((oc0 + t) / prm->ch_mult);
     }
-
-    /* bias + input_offset * (sum of the channel's weights over all taps) */
+    in_ch = vldrhq_u16(lane_ch);
     {
-        int32x4_t sw = vdupq_n_s32(0);
+        const int32x4_t zero = vdupq_n_s32(0);
+        const int32x4_t shift_e = vldrwq_gather_shifted_offset_s32(quant_params->shift + oc0, even);
+        const int32x4_t shift_o = vldrwq_gather_shifted_offset_s32(quant_params->shift + oc0, odd);
+        int16x8_t sw = vdupq_n_s16(0); /* |sum| <= 128 * taps: fits int16 for up to 255 taps */
+        int32x4_t sw_e = zero, sw_o = zero;
+        k.mult_e = vldrwq_gather_shifted_offset_s32(quant_params->multiplier + oc0, even);
+        k.mult_o = vldrwq_gather_shifted_offset_s32(quant_params->multiplier + oc0, odd);
+        k.left_e = vmaxq_s32(shift_e, zero);
+        k.left_o = vmaxq_s32(shift_o, zero);
+        k.right_e = vminq_s32(shift_e, zero);
+        k.right_o = vminq_s32(shift_o, zero);
+        k.act_min = vdupq_n_s32(prm->activation.min);
+        k.act_max = vdupq_n_s32(prm->activation.max);
+        k.init_e = bias_data == NULL ? zero : vldrwq_gather_shifted_offset_s32(bias_data + oc0, even);
+        k.init_o = bias_data == NULL ? zero : vldrwq_gather_shifted_offset_s32(bias_data + oc0, odd);
+        /* bias + input_offset * (sum of the channel's weights over all taps), in int32 */
         for (t = 0; t < k_h * k_w; t++)
         {
-            sw = vaddq_s32(sw, vldrbq_s32(w_grp + t * out_c));
+            sw = vldrbq_s16(w_grp + t * out_c);
+            sw_e = vaddq_s32(sw_e, vmovlbq_s16(sw));
+            sw_o = vaddq_s32(sw_o, vmovltq_s16(sw));
         }
-        init = vmlaq_n_s32(init, sw, prm->input_offset);
+        k.init_e = vmlaq_n_s32(k.init_e, sw_e, prm->input_offset);
+        k.init_o = vmlaq_n_s32(k.init_o, sw_o, prm->input_offset);
     }
 
     for (b = 0; b < input_dims->n; b++)
@@ -106,59 +127,50 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_group(const cmsis_nn_dw_conv_params *prm,
             for (ox = 0; ox < out_w; ox++, out += out_c)
             {
                 const int32_t in_x0 = ox * stride_w - prm->padding.w;
-                int32x4_t acc = init;
+                int32x4_t acc_e = kp->init_e;
+                int32x4_t acc_o = kp->init_o;
+                int16x8_t r16;
                 if (fast3 && ky_end - ky_start == 3 && in_x0 >= 0 && in_x0 + 3 <= in_w)
                 {
-                    /* all nine taps inside: straight-line, the weights from the stack copy */
-                    const int8_t *p0 = in_batch + (in_y0 * in_w + in_x0) * in_c;
-                    const int8_t *p1 = p0 + row_bytes;
-                    const int8_t *p2 = p1 + row_bytes;
-                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p0, in_ch, mult1), w9[0]));
-                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p0 + in_c, in_ch, mult1), w9[1]));
-                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p0 + 2 * in_c, in_ch, mult1), w9[2]));
-                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p1, in_ch, mult1), w9[3]));
-                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p1 + in_c, in_ch, mult1), w9[4]));
-                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p1 + 2 * in_c, in_ch, mult1), w9[5]));
-                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p2, in_ch, mult1), w9[6]));
-                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p2 + in_c, in_ch, mult1), w9[7]));
-                    acc = vaddq_s32(acc, vmulq_s32(pockmcu_mve_dw_x(p2 + 2 * in_c, in_ch, mult1), w9[8]));
+                    /* all nine taps inside */
+                    const int8_t *px = in_batch + (in_y0 * in_w + in_x0) * in_c;
+                    const int8_t *w = w_grp;
+                    for (t = 0; t < 3; t++)
+                    {
+                        POCKMCU_MVE_DW_MAC(pockmcu_mve_dw_x(px, in_ch, mult1), vldrbq_s16(w));
+                        POCKMCU_MVE_DW_MAC(pockmcu_mve_dw_x(px + in_c, in_ch, mult1), vldrbq_s16(w + out_c));
+                        POCKMCU_MVE_DW_MAC(pockmcu_mve_dw_x(px + 2 * in_c, in_ch, mult1), vldrbq_s16(w + 2 * out_c));
+                        px += row_bytes;
+                        w += 3 * out_c;
+                    }
                 }
                 else
                 {
                     const int32_t kx_start = pockmcu_window_start(in_x0, dil_w);
                     const int32_t kx_end = pockmcu_window_end(in_x0, dil_w, in_w, k_w);
+                    const int8_t *w = w_grp;
                     int32_t ky, kx;
                     for (ky = 0; ky < k_h; ky++)
                     {
-                        const int8_t *w = w_grp + ky * k_w * out_c;
-                        if (ky < ky_start || ky >= ky_end)
+                        const int32_t row_in = ky >= ky_start && ky < ky_end;
+                        const int8_t *row = in_batch + ((in_y0 + ky * dil_h) * in_w + in_x0) * in_c;
+                        for (kx = 0; kx < k_w; kx++, w += out_c)
                         {
-                            for (kx = 0; kx < k_w; kx++) /* outside: the input zero point */
-                            {
-                                acc = vmlaq_n_s32(acc, vldrbq_s32(w + kx * out_c), zp);
-                            }
-                            continue;
-                        }
-                        {
-                            const int8_t *row = in_batch + ((in_y0 + ky * dil_h) * in_w + in_x0) * in_c;
-                            for (kx = 0; kx < k_w; kx++)
-                            {
-                                const int32x4_t wv = vldrbq_s32(w + kx * out_c);
-                                if (kx >= kx_start && kx < kx_end)
-                                {
-                                    acc = vaddq_s32(
-                                        acc, vmulq_s32(pockmcu_mve_dw_x(row + kx * dil_w * in_c, in_ch, mult1), wv));
-                                }
-                                else
-                                {
-                                    acc = vmlaq_n_s32(acc, wv, zp);
-                                }
-                            }
+                            /* a tap outside the image reads the input zero point */
+                            POCKMCU_MVE_DW_MAC(row_in && kx >= kx_start && kx < kx_end
+                                                   ? pockmcu_mve_dw_x(row + kx * dil_w * in_c, in_ch, mult1)
+                                                   : zp,
+                                               vldrbq_s16(w));
                         }
                     }
                 }
-                acc = pockmcu_mve_requantize_lr(acc, mult, left, right);
-                vstrbq_s32(out, pockmcu_mve_finish(acc, output_offset, act_min, act_max));
+                acc_e = pockmcu_mve_requantize_lr(acc_e, kp->mult_e, kp->left_e, kp->right_e);
+                acc_o = pockmcu_mve_requantize_lr(acc_o, kp->mult_o, kp->left_o, kp->right_o);
+                acc_e = vminq_s32(vmaxq_s32(vaddq_n_s32(acc_e, prm->output_offset), kp->act_min), kp->act_max);
+                acc_o = vminq_s32(vmaxq_s32(vaddq_n_s32(acc_o, prm->output_offset), kp->act_min), kp->act_max);
+                r16 = vmovnbq_s32(vdupq_n_s16(0), acc_e);
+                r16 = vmovntq_s32(r16, acc_o);
+                vstrbq_s16(out, r16);
             }
         }
     }
@@ -212,7 +224,7 @@ static void pockmcu_mve_dw_gather(const cmsis_nn_dw_conv_params *prm,
                          0);
 }
 
-/* The last out_c % 4 channels from oc0 on: the portable loops' arithmetic, one channel at a time. */
+/* The last out_c % 8 channels from oc0 on: the portable loops' arithmetic, one channel at a time. */
 static void pockmcu_mve_dw_scalar(const cmsis_nn_dw_conv_params *prm,
                                   const cmsis_nn_per_channel_quant_params *quant_params,
                                   const cmsis_nn_dims *input_dims,
@@ -297,7 +309,7 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_mve_s8(const cmsis_nn_context *ctx,
         int32_t oc0;
         (void)ctx;
         (void)bias_dims;
-        for (oc0 = 0; oc0 + 4 <= out_c; oc0 += 4)
+        for (oc0 = 0; oc0 + 8 <= out_c; oc0 += 8)
         {
             (ch_mult == 1 ? pockmcu_mve_dw_mult1 : pockmcu_mve_dw_gather)(dw_conv_params,
                                                                           quant_params,
