@@ -75,7 +75,7 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_group(const cmsis_nn_dw_conv_params *prm,
     const uint32x4_t even = vidupq_n_u32(0, 2);
     const uint32x4_t odd = vidupq_n_u32(1, 2);
     uint16_t lane_ch[8];
-    uint16x8_t in_ch;
+    uint16x8_t in_ch = vdupq_n_u16(0);
     const int32_t x_off = mult1 ? oc0 : 0;
     const int8_t *w_grp = filter_data + oc0;
     const int32_t row_bytes = in_w * in_c;
@@ -83,16 +83,19 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_group(const cmsis_nn_dw_conv_params *prm,
     const pockmcu_mve_dw_consts *kp = &k;
     int32_t t, b, oy, ox;
 
-    for (t = 0; t < 8; t++)
+    if (!mult1)
     {
-        lane_ch[t] = (uint16_t)((oc0 + t) / prm->ch_mult);
+        for (t = 0; t < 8; t++)
+        {
+            lane_ch[t] = (uint16_t)((oc0 + t) / prm->ch_mult);
+        }
+        in_ch = vldrhq_u16(lane_ch);
     }
-    in_ch = vldrhq_u16(lane_ch);
     {
         const int32x4_t zero = vdupq_n_s32(0);
         const int32x4_t shift_e = vldrwq_gather_shifted_offset_s32(quant_params->shift + oc0, even);
         const int32x4_t shift_o = vldrwq_gather_shifted_offset_s32(quant_params->shift + oc0, odd);
-        int16x8_t sw = vdupq_n_s16(0); /* |sum| <= 128 * taps: fits int16 for up to 255 taps */
+        int16x8_t sw;
         int32x4_t sw_e = zero, sw_o = zero;
         k.mult_e = vldrwq_gather_shifted_offset_s32(quant_params->multiplier + oc0, even);
         k.mult_o = vldrwq_gather_shifted_offset_s32(quant_params->multiplier + oc0, odd);
