@@ -12,13 +12,21 @@ fixture for qemu-m55 and check that the host simulation equals QEMU byte for byt
 
 from __future__ import annotations
 
+import json
 import struct
 import subprocess
 
 import numpy as np
 import pytest
+from conftest import FIXTURES, SHARED, tflm_run
 
 from pockmcu import kernel_table
+from pockmcu.codegen import write_project
+from pockmcu.compiler import TrainOptions, compile_model, parse_size
+from pockmcu.runner import run_on_target
+from pockmcu.sim import load
+from pockmcu.train import Data, HostTrainer, train_on_target
+from pockmcu.training import params
 from tests.qemu_c import KERNELS, build_program, run_program
 
 KERNEL_FILES = ["arm_convolve_wrapper_s8.c", "arm_depthwise_conv_wrapper_s8.c", "arm_fully_connected_s8.c",
@@ -352,3 +360,44 @@ def test_table_picks_mve_rows_only_on_helium():
         assert "mve" not in kernel_table.choose(kind, "", "tflm", dsp, variant).function
         assert "mve" not in kernel_table.choose(kind, "", "onnxruntime", mve, variant).function
     assert kernel_table.choose("CONV_2D", "", "tflm", mve, "split").function == "pockmcu_convolve_split_s8"
+
+
+# -- model level: generated for Cortex-M55, the MVE kernels run in QEMU; the host build runs the portable loops
+
+def _gen_m55(model, tmp_path, train=None):
+    c = compile_model(model, ram=parse_size("512KB"), target="qemu-m55", train=train)
+    out = write_project(c, tmp_path / model.stem)
+    model_c = (out / "model.c").read_text()
+    for fn in ("pockmcu_convolve_mve_s8", "pockmcu_depthwise_conv_mve_s8"):
+        assert fn in model_c, f"{model.stem} for qemu-m55 does not call {fn}"
+    return c, out
+
+
+@pytest.mark.slow
+def test_kws_on_m55_runs_mve_and_equals_host_and_tflm(tmp_path):
+    model = SHARED / "mlperf_kws_dscnn.tflite"
+    c, out = _gen_m55(model, tmp_path)
+    assert "pockmcu_fully_connected_mve_s8" in (out / "model.c").read_text()
+    x = c.graph.t(c.graph.inputs[0])
+    xs = np.random.default_rng(8).integers(-128, 128, (3,) + x.shape[1:]).astype(np.int8)
+    host = load(out).invoke(xs)
+    np.testing.assert_array_equal(run_on_target(out, "qemu-m55", xs), host)
+    np.testing.assert_array_equal(host, tflm_run(model, xs))
+
+
+@pytest.mark.slow
+def test_trained_fixture_on_m55_equals_host(tmp_path):
+    """One training epoch of small_cnn (every weight and bias) on QEMU M55 with the MVE forward kernels and on
+    the host with the portable ones: the same parameter bytes, and they moved."""
+    spec = {"bias": "all", "weights": "all", "optimizer": {"kind": "sgd", "lr": 0.05}, "batch": 2}
+    c, out = _gen_m55(FIXTURES / "small_cnn.tflite", tmp_path, TrainOptions(spec=json.dumps(spec), loss="xent"))
+    g = c.graph
+    rng = np.random.default_rng(3)
+    xs = rng.integers(-128, 128, (6,) + g.t(g.inputs[0]).shape[1:]).astype(np.int8)
+    ys = rng.integers(0, g.t(g.outputs[0]).shape[-1], 6).astype(np.int32)
+    host = HostTrainer(out)
+    host.train(Data(xs, ys), epochs=1, seed=5, log=lambda *_: None)
+    _, raw_dev, _ = train_on_target(out, "qemu-m55", Data(xs, ys), epochs=1, seed=5, log=lambda *_: None)
+    assert raw_dev == host.params()
+    layout = params.entries(c.train)
+    assert raw_dev != params.pack(layout, {t: c.graph.t(t).data for t in c.train.trainable_tensors})
