@@ -140,9 +140,53 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_group(const cmsis_nn_dw_conv_params *prm,
                     const int8_t *w = w_grp;
                     for (t = 0; t < 3; t++)
                     {
-                        POCKMCU_MVE_DW_MAC(pockmcu_mve_dw_x(px, in_ch, mult1), vldrbq_s16(w));
-                        POCKMCU_MVE_DW_MAC(pockmcu_mve_dw_x(px + in_c, in_ch, mult1), vldrbq_s16(w + out_c));
-                        POCKMCU_MVE_DW_MAC(pockmcu_mve_dw_x(px + 2 * in_c, in_ch, mult1), vldrbq_s16(w + 2 * out_c));
+                        if (mult1)
+                        {
+                            /* one kernel row: GCC 12 spills this sequence's vectors, hand-scheduled it is six
+                             * instructions and two pointer steps per tap */
+                            const int8_t *p = px;
+                            const int8_t *q = w;
+                            int16x8_t xv, wv;
+                            int32x4_t tv;
+                            __asm__("vldrb.s16 %q[x], [%[p]]\n\t"
+                                    "vldrb.s16 %q[w], [%[q]]\n\t"
+                                    "add %[p], %[p], %[ic]\n\t"
+                                    "add %[q], %[q], %[oc]\n\t"
+                                    "vmullb.s16 %q[t], %q[x], %q[w]\n\t"
+                                    "vadd.i32 %q[e], %q[e], %q[t]\n\t"
+                                    "vmullt.s16 %q[t], %q[x], %q[w]\n\t"
+                                    "vadd.i32 %q[o], %q[o], %q[t]\n\t"
+                                    "vldrb.s16 %q[x], [%[p]]\n\t"
+                                    "vldrb.s16 %q[w], [%[q]]\n\t"
+                                    "add %[p], %[p], %[ic]\n\t"
+                                    "add %[q], %[q], %[oc]\n\t"
+                                    "vmullb.s16 %q[t], %q[x], %q[w]\n\t"
+                                    "vadd.i32 %q[e], %q[e], %q[t]\n\t"
+                                    "vmullt.s16 %q[t], %q[x], %q[w]\n\t"
+                                    "vadd.i32 %q[o], %q[o], %q[t]\n\t"
+                                    "vldrb.s16 %q[x], [%[p]]\n\t"
+                                    "vldrb.s16 %q[w], [%[q]]\n\t"
+                                    "vmullb.s16 %q[t], %q[x], %q[w]\n\t"
+                                    "vadd.i32 %q[e], %q[e], %q[t]\n\t"
+                                    "vmullt.s16 %q[t], %q[x], %q[w]\n\t"
+                                    "vadd.i32 %q[o], %q[o], %q[t]"
+                                    : [e] "+w"(acc_e),
+                                      [o] "+w"(acc_o),
+                                      [x] "=&w"(xv),
+                                      [w] "=&w"(wv),
+                                      [t] "=&w"(tv),
+                                      [p] "+r"(p),
+                                      [q] "+r"(q)
+                                    : [ic] "r"(in_c), [oc] "r"(out_c)
+                                    : "memory");
+                        }
+                        else
+                        {
+                            POCKMCU_MVE_DW_MAC(pockmcu_mve_dw_x(px, in_ch, mult1), vldrbq_s16(w));
+                            POCKMCU_MVE_DW_MAC(pockmcu_mve_dw_x(px + in_c, in_ch, mult1), vldrbq_s16(w + out_c));
+                            POCKMCU_MVE_DW_MAC(pockmcu_mve_dw_x(px + 2 * in_c, in_ch, mult1),
+                                               vldrbq_s16(w + 2 * out_c));
+                        }
                         px += row_bytes;
                         w += 3 * out_c;
                     }
