@@ -8,10 +8,11 @@
  * products of 16 bytes per weight load. The input offset is not added to each input: the sum of the
  * weights (VADDVA in the same loop) times input_offset is added once, which is the same integer in
  * wrapping int32 arithmetic. Receptive fields longer than POCKMCU_MVE_KCHUNK are processed in chunks
- * with 4 x POCKMCU_MVE_OCB int32 accumulators on the stack. Requantization is vectorised over the four
+ * with 4 x POCKMCU_MVE_ACC int32 accumulators on the stack. bias + input_offset * sum(w) is formed once
+ * per block of POCKMCU_MVE_OCB output channels. Requantization is vectorised over the four
  * pixels (pockmcu_nn_support_mve.h: VSHL, VQRDMULH, VRSHL with the round-half-away fix-up, the same
  * bits as pockmcu_requantize). Grouped convolutions (filter_dims->c < input_dims->c) run the portable
- * loops. No scratch buffer (pockmcu_convolve_mve_s8_get_buffer_size returns 0); about 850 bytes of stack.
+ * loops. No scratch buffer (pockmcu_convolve_mve_s8_get_buffer_size returns 0); about 1.1 KB of stack.
  *
  * Elsewhere (cores without MVE, the host simulation) this function is the portable kernel: it runs
  * pockmcu_conv_s8_loops exactly as arm_convolve_wrapper_s8 does. The MVE path produces the same bytes

@@ -3,12 +3,14 @@
  * CMSIS-NN API and bytes of arm_depthwise_conv_wrapper_s8 (TFLM DepthwiseConvPerChannel, double
  * rounding requantization).
  *
- * On a core with integer MVE: four output channels in the lanes of an int32 vector (widening byte loads;
- * with ch_mult > 1 a gather of the input channels oc / ch_mult), channel groups outermost so that the
+ * On a core with integer MVE: eight output channels in int16 lanes (widening byte loads; with ch_mult > 1
+ * a gather of the input channels oc / ch_mult), products widened by VMULLB / VMULLT into even / odd int32
+ * accumulators, channel groups outermost so that the
  * sum of each channel's weights and its requantization vectors are formed once per group. Every output
  * pixel starts from bias + input_offset * sum(w) over all taps; an in-image tap adds x * w, a tap outside
  * the image adds zp * w (it reads the input zero point: (zp + input_offset) * w = 0 in total), which is
- * the portable sum in wrapping int32 arithmetic. The 3x3 stride-1 interior is unrolled. Requantization
+ * the portable sum in wrapping int32 arithmetic. The 3x3 interior is unrolled (inline assembly for ch_mult 1); the last
+ * out_c % 8 channels run scalar code with the portable loops' arithmetic. Requantization
  * per lane (pockmcu_nn_support_mve.h: the same bits as pockmcu_requantize). No scratch buffer
  * (pockmcu_depthwise_conv_mve_s8_get_buffer_size returns 0).
  *

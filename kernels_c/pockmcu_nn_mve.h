@@ -22,9 +22,8 @@ extern "C" {
 /**
  * @brief int8 2D convolution, TFLM ConvPerChannel: arm_convolve_wrapper_s8's arguments and bytes.
  *
- * MVE: four output pixels' receptive fields gathered (im2col) into a fixed 512-byte stack block,
- * 16-byte VMLADAVA dot products, requantization over four pixels. Grouped convolutions run the
- * portable loops.
+ * MVE: four output pixels' receptive fields gathered (im2col) into a fixed 512-byte stack block (about 1.1 KB of stack
+ * in all), 16-byte VMLADAVA dot products, requantization over four pixels. Grouped convolutions run the portable loops.
  *
  * @param[in]      ctx            Scratch context; not read (pockmcu_convolve_mve_s8_get_buffer_size() returns 0).
  * @param[in]      conv_params    As for arm_convolve_wrapper_s8: offsets, stride, padding, dilation, clamp.
@@ -71,7 +70,7 @@ int32_t pockmcu_convolve_mve_s8_get_buffer_size(const cmsis_nn_conv_params *conv
  * @brief int8 depthwise convolution, TFLM DepthwiseConvPerChannel: arm_depthwise_conv_wrapper_s8's
  *        arguments and bytes.
  *
- * MVE: four output channels per int32 vector (a gather for ch_mult > 1), requantization per lane.
+ * MVE: eight output channels per int16 vector (a gather for ch_mult > 1), requantization per lane.
  *
  * @param[in]      ctx            Scratch context; not read (pockmcu_depthwise_conv_mve_s8_get_buffer_size() returns 0).
  * @param[in]      dw_conv_params As for arm_depthwise_conv_wrapper_s8: offsets, ch_mult, stride, padding,
