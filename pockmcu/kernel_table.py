@@ -96,3 +96,12 @@ TABLE["TRANSPOSE"] = (_k("pockmcu_transpose_s8"), _k("pockmcu_strided_copy_s8", 
 TABLE["CONCATENATION"] = TABLE["CONCATENATION"] + (_k("pockmcu_strided_copy_s8", variant="strided"),)
 # the input gradient of a copy: copied back, or summed where the forward reads an element more than once
 TABLE["DATA_MOVE_GRAD"] = (_k("pockmcu_strided_copy_f32"), _k("pockmcu_strided_add_f32", variant="add"))
+
+# -- Helium (MVE) kernels for Cortex-M55 (kernels_c/pockmcu_*_mve_s8.c, pockmcu_nn_mve.h): the same arguments
+# and bytes as the portable TFLM rows they stand in for (tests/test_mve_kernels.py); no scratch
+TABLE["CONV_2D"] = TABLE["CONV_2D"] + (_k("pockmcu_convolve_mve_s8", "tflm", features=("mve",)),)
+TABLE["DEPTHWISE_CONV_2D"] = TABLE["DEPTHWISE_CONV_2D"] + (_k("pockmcu_depthwise_conv_mve_s8", "tflm",
+                                                              features=("mve",)),)
+TABLE["FULLY_CONNECTED"] = TABLE["FULLY_CONNECTED"] + (
+    _k("pockmcu_fully_connected_mve_s8", "tflm", "per_tensor", ("mve",)),
+    _k("pockmcu_fully_connected_per_channel_mve_s8", "tflm", "per_channel", ("mve",)))
