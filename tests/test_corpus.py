@@ -17,10 +17,12 @@ import pytest
 import tflite
 from conftest import FIXTURES, ROOT
 
+from pockmcu import corpus
 from pockmcu.compiler import supported_ops
 from pockmcu.corpus import MANIFEST, cache_dir, evaluate, fetch, file_name, markdown, parse_manifest, read_manifest, write_section
 from pockmcu.errors import PockError
 from pockmcu.ops import REGISTRY
+from pockmcu.train import Data
 
 try:
     import tomllib  # Python 3.11+: the manifest must read the same with it
@@ -234,21 +236,52 @@ def test_evaluate_reports_the_first_problem(tmp_path):
 
 
 def test_evaluate_compiles_compares_and_trains_a_classifier(tmp_path):
-    r = evaluate(dict(name="small_cnn", task="t", loss="xent"), CLASSIFIER, tmp_path / "work")
+    r = evaluate(dict(name="small_cnn", task="t", loss="xent"), CLASSIFIER, tmp_path / "work", qemu_target=None)
     assert r["compile"] and r["exact"] and r["trainable"], r
     first, last = r["losses"]
     assert last < first and r["reason"] == ""
+    assert "qemu_equal" not in r
+
+
+def _one_sample():
+    x = np.random.default_rng(1).integers(-128, 128, (1, 16, 16, 3)).astype(np.int8)
+    return Data(x, np.array([3], np.int32))
+
+
+@pytest.mark.qemu
+def test_evaluate_steps_in_qemu_like_the_host(tmp_path):
+    """The corpus' QEMU column: one training step of the same project in QEMU (Cortex-M4) and in
+    host simulation ends with the same parameter bytes, and the step did change them."""
+    r = evaluate(dict(name="small_cnn", task="t", loss="xent"), CLASSIFIER, tmp_path / "work")
+    assert r["trainable"] and r["qemu_equal"] is True and r["qemu_reason"] == "", r
+
+
+@pytest.mark.qemu
+def test_qemu_step_reports_differing_bytes(tmp_path, monkeypatch):
+    """When QEMU's parameters differ from the host's, the column says no and how many bytes differ."""
+    real = corpus.train_on_target
+
+    def flipped(*args, **kw):
+        hist, raw, instr = real(*args, **kw)
+        return hist, bytes([raw[0] ^ 1]) + raw[1:], instr
+
+    monkeypatch.setattr(corpus, "train_on_target", flipped)
+    ok, why = corpus.qemu_step_equal(dict(name="small_cnn", loss="xent"), CLASSIFIER, tmp_path, _one_sample())
+    assert ok is False and "differ from host simulation after one step (1 of" in why
+
 
 
 def test_markdown_section_replaces_itself(tmp_path):
     rows = [dict(name="a", task="task a"), dict(name="b", task="task b")]
     results = [dict(name="a", format="tflite", ops=3, compile=True, exact=True, trainable=True, losses=[2.0, 1.0],
-                    reason="", keys=[], train_reason=""),
+                    reason="", keys=[], train_reason="", qemu_equal=True, qemu_reason=""),
                dict(name="b", format="onnx", ops=0, compile=False, exact=None, trainable=None, keys=["timeout"],
                     reason="evaluation took more than 300 s | x")]
     md = markdown(results, rows)
-    assert "**1 of 2 compile, 1 of 1 bit-exact, 1 of 1 trainable.**" in md
-    assert "| a (tflite) | task a | 3 | yes | yes | yes | loss 2 -> 1 |" in md
+    assert "**1 of 2 compile, 1 of 1 bit-exact, 1 of 1 trainable; QEMU parameters byte-equal to host simulation " \
+           "after a training step for 1 of 1 models stepped.**" in md
+    assert "| a (tflite) | task a | 3 | yes | yes | yes | yes | loss 2 -> 1 |" in md
+    assert "| b (onnx) | task b | 0 | **no** | - | - | - |" in md
     assert "300 s \\| x" in md and "- timeout: 1" in md
     target = tmp_path / "B.md"
     target.write_text("# Other\n\ntext\n")
