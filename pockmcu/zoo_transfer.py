@@ -15,9 +15,9 @@ labels sit on the model's first two outputs (its classes "0" and "1"); accuracy 
 The run (``run``): ``gen --train --loss xent`` with a sparse update (``SPEC``: the last
 FULLY_CONNECTED's and the last 1x1 CONV_2D's weights, the biases of the last three layers; SGD lr
 ``LR``, QAS on; the rate was picked from 0.001, 0.003 and 0.01 by the last epoch's *training*
-accuracy, 92.2 / 94.7 / 93.5%) trains ``EPOCHS`` epochs in host simulation (the same C as the device; QEMU ends with
-the same bytes, see the corpus table), ``export`` writes the trained .tflite and TFLite Micro runs it
-on the held-out images (it must give the host simulation's outputs byte for byte). The float
+accuracy, 92.2 / 94.7 / 93.5%) trains ``EPOCHS`` epochs in host simulation (the same C as the device;
+tests/test_zoo_transfer.py checks that QEMU ends with the same bytes), ``export`` writes the
+trained .tflite and TFLite Micro runs it on the held-out images (it must give the host simulation's outputs byte for byte). The float
 reference: the same network in float32 PyTorch (weights and biases dequantized from the file; QUANTIZE
 / DEQUANTIZE are identities on real values), the same tensors trained by plain SGD on the softmax
 cross-entropy of the logits with the same learning rate, batch 1 and the same sample order
@@ -296,7 +296,8 @@ def markdown(r: dict) -> str:
         "36 outputs on the held-out images.", "",
         f"Update: `{json.dumps(r['spec'])}` ({r['trainable_elements']} trainable elements in "
         f"{len(r['trainable'])} tensors; {r['ram_needed']:,} B of RAM), {r['epochs']} epochs, seed {r['seed']}, "
-        "host simulation of the generated C (QEMU ends with the same bytes). Float reference: the same network "
+        "host simulation of the generated C (QEMU trains to the same bytes: tests/test_zoo_transfer.py). "
+        "Float reference: the same network "
         "in float32 PyTorch from the dequantized weights, the same tensors trained by plain SGD on the softmax "
         "cross-entropy with the same learning rate, batch 1 and the same sample order.", "",
         "| | held-out accuracy |", "|---|---:|",
