@@ -17,11 +17,11 @@ FULLY_CONNECTED's and the last 1x1 CONV_2D's weights, the biases of the last thr
 ``LR``, QAS on; the rate was picked from 0.001, 0.003 and 0.01 by the last epoch's *training*
 accuracy, 92.2 / 94.7 / 93.5%) trains ``EPOCHS`` epochs in host simulation (the same C as the device;
 tests/test_zoo_transfer.py checks that QEMU ends with the same bytes), ``export`` writes the
-trained .tflite and TFLite Micro runs it on the held-out images (it must give the host simulation's outputs byte for byte). The float
-reference: the same network in float32 PyTorch (weights and biases dequantized from the file; QUANTIZE
-/ DEQUANTIZE are identities on real values), the same tensors trained by plain SGD on the softmax
-cross-entropy of the logits with the same learning rate, batch 1 and the same sample order
-(pockmcu.train.stream), evaluated the same way.
+trained .tflite and TFLite Micro runs it on the held-out images (it must give the host simulation's
+outputs byte for byte). The float reference: the same network in float32 PyTorch (weights and
+biases dequantized from the file; QUANTIZE / DEQUANTIZE are identities on real values), the same
+tensors trained by plain SGD on the softmax cross-entropy of the logits with the same learning rate,
+batch 1 and the same sample order (pockmcu.train.stream), evaluated the same way.
 
 The model is not committed (ST's SLA0044 license): it comes from the corpus cache
 (``python -m pockmcu.corpus fetch``). scikit-learn and PyTorch are test dependencies.
