@@ -42,7 +42,8 @@ test-fast: setup
 	$(PY) -m pytest -q -m "not qemu and not slow" $(PYTEST_ARGS)
 
 bench: setup
-	$(PY) -m pockmcu.bench --all --train --digits --planner -o BENCHMARKS.md
+	-$(PY) -m pockmcu.corpus fetch $(if $(CORPUS_FROM),--from $(CORPUS_FROM))
+	$(PY) -m pockmcu.bench --all --train --digits --zoo --planner -o BENCHMARKS.md
 	$(MAKE) corpus
 
 # The corpus of public third-party models (tests/corpus/models.toml): fetch what the cache lacks

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import digits
+from . import digits, zoo_transfer
 from .board.client import open_board
 from .board.emulate import HostBoard
 from .board.proxy import LossyProxy
@@ -357,6 +357,8 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="every model in --models on every QEMU target")
     ap.add_argument("--train", action="store_true", help="the training table (full/sparse, reordered or not)")
     ap.add_argument("--digits", action="store_true", help="the digits transfer-learning table")
+    ap.add_argument("--zoo", action="store_true",
+                    help="transfer learning on a zoo model from the corpus cache (pockmcu/zoo_transfer.py)")
     ap.add_argument("--planner", action="store_true",
                     help="planner quality per model and the MobileNetV2 / Tiny Training Engine table")
     ap.add_argument("--serial", action="store_true",
@@ -377,13 +379,15 @@ def main(argv=None) -> int:
         sections.append(training_markdown(bench_training_all(Path(args.models))))
     if args.digits:
         sections.append(digits_markdown())
+    if args.zoo:
+        sections.append(zoo_transfer.bench_section(log=lambda s: sys.stderr.write(s + "\n")))
     if args.planner:
 
         sections.append(section(Path(args.models)))
     if args.serial:
         sections.append(serial_bench(Path(args.models), args.serial_samples))
     if not sections:
-        ap.error("give --all, --train, --digits, --planner and/or --serial")
+        ap.error("give --all, --train, --digits, --zoo, --planner and/or --serial")
     Path(args.output).write_text("\n".join(sections))
     print(f"wrote {args.output}")
     return 0

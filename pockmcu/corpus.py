@@ -16,7 +16,10 @@ child process of its own so that nothing one model does can stop the table:
   onnxruntime for .onnx -- on every output, on seeded random inputs and on extreme ones;
 - trainable: ``gen --train`` (``--loss xent`` for classifiers, ``mse`` otherwise, the biases of the
   last two layers and the last layer's weights, SGD) builds, and a few epochs of host simulation on
-  synthetic data lower the loss (mean loss of the last epoch below that of the first).
+  synthetic data lower the loss (mean loss of the last epoch below that of the first);
+- QEMU = host: wherever ``gen --train`` builds, the same training project (compiled for the RAM of
+  ``QEMU_TARGET``) takes one training step in QEMU and in host simulation from the same sample and
+  seed, and the trained parameters (``pockmcu_params_read``) are byte-equal.
 
 Each failure is reported by its first reason in one line. ``make corpus`` (called by ``make bench``)
 fetches and evaluates the corpus and writes the table into BENCHMARKS.md as its own section.
@@ -44,7 +47,8 @@ from .compiler import TrainOptions, compile_model, parse_size
 from .errors import PockError
 from .inspect import inspect
 from .sim import load
-from .train import Data, HostTrainer
+from .targets import get_target
+from .train import Data, HostTrainer, train_on_target
 
 try:  # the oracle for .tflite models (a test dependency)
     from tflite_micro.python.tflite_micro import runtime as tflm_runtime
@@ -60,6 +64,7 @@ N_RANDOM = 6                 # random inputs per model; plus 3 extreme ones
 N_TRAIN, EPOCHS, LR = 8, 4, 0.01
 TRAIN_SPEC = {"bias": {"last": 2}, "weights": [{"layer": -1, "ratio": 1.0}],
               "optimizer": {"kind": "sgd", "lr": LR, "momentum": 0.0}}
+QEMU_TARGET = "qemu-m4"      # one training step here vs host simulation
 TIMEOUT = 300                # seconds per model (child process)
 BEGIN, END = "<!-- corpus: written by make corpus -->", "<!-- /corpus -->"
 
@@ -258,8 +263,9 @@ def _short(text: str, source: Path) -> str:
     return text
 
 
-def evaluate(row: dict, model: Path, work: Path) -> dict:
-    """compile / bit-exact / trainable of one model (see the module doc); never raises."""
+def evaluate(row: dict, model: Path, work: Path, qemu_target: str | None = QEMU_TARGET) -> dict:
+    """compile / bit-exact / trainable / QEMU = host of one model (see the module doc); never raises.
+    qemu_target None leaves out the QEMU step."""
     res = dict(name=row["name"], task=row["task"], format=model.suffix.lstrip("."), ops=0, compile=False,
                exact=None, trainable=None, reason="", keys=[], train_reason="")
     t0 = time.perf_counter()
@@ -293,7 +299,9 @@ def evaluate(row: dict, model: Path, work: Path) -> dict:
             res["reason"] = f"not bit-exact with {'onnxruntime' if res['format'] == 'onnx' else 'TFLite Micro'}: {bad}"
     except Exception as exc:  # noqa: BLE001
         res.update(exact=False, reason=f"bit-exactness check failed: {_short(_first_line(exc), model)}")
-    res["trainable"], res["train_reason"], res["losses"] = _train(row, model, work, m.inputs, m.outputs)
+    res["trainable"], res["train_reason"], res["losses"], sample = _train(row, model, work, m.inputs, m.outputs)
+    if sample is not None and qemu_target is not None:
+        res["qemu_equal"], res["qemu_reason"] = qemu_step_equal(row, model, work, sample, qemu_target)
     if not res["trainable"] and not res["reason"]:
         res["reason"] = res["train_reason"]
     res["seconds"] = round(time.perf_counter() - t0, 1)
@@ -301,7 +309,8 @@ def evaluate(row: dict, model: Path, work: Path) -> dict:
 
 
 def _train(row: dict, model: Path, work: Path, inputs: list[dict], outputs: list[dict]):
-    """(trained, why not, [first epoch loss, last epoch loss])."""
+    """(trained, why not, [first epoch loss, last epoch loss], the first training sample as Data or None
+    when gen --train does not build)."""
     try:
         c = compile_model(model, ram=parse_size(RAM), stream="off",
                           train=TrainOptions(spec=json.dumps(TRAIN_SPEC), loss=row["loss"]))
@@ -319,11 +328,40 @@ def _train(row: dict, model: Path, work: Path, inputs: list[dict], outputs: list
             y = (cur + 0.25 * (cur.std() + 1e-3)).astype(np.float32)
         hist = trainer.train(Data(x, y), EPOCHS, 0, log=lambda *_: None)
         first, last = float(hist[0]["loss"]), float(hist[-1]["loss"])
+        sample = Data(x[:1], y[:1])
         if not (np.isfinite(last) and last < first):
-            return False, f"trains, but the loss does not go down ({first:.4g} -> {last:.4g})", [first, last]
-        return True, "", [first, last]
+            return False, f"trains, but the loss does not go down ({first:.4g} -> {last:.4g})", [first, last], sample
+        return True, "", [first, last], sample
     except Exception as exc:  # noqa: BLE001
-        return False, f"--train: {_short(_first_line(exc), model)}", None
+        return False, f"--train: {_short(_first_line(exc), model)}", None, None
+
+
+def qemu_step_equal(row: dict, model: Path, work: Path, sample: Data, target: str = QEMU_TARGET,
+                    seed: int = 1) -> tuple[bool | None, str]:
+    """(parameters byte-equal, why not): one training step of the same project in QEMU and in host
+    simulation. None, with the reason, when the project does not fit the QEMU machine or the step
+    changes no parameter byte (equal bytes would then prove nothing)."""
+    t = get_target(target)
+    try:
+        c = compile_model(model, ram=t.ram_bytes, flash=t.flash_bytes, stream="off", target=t.name,
+                          train=TrainOptions(spec=json.dumps(TRAIN_SPEC), loss=row["loss"]))
+    except PockError as exc:
+        return None, f"{target}: {_short(_first_line(exc), model)}"
+    try:
+        out = write_project(c, work / "train_qemu")
+        host = HostTrainer(out)
+        initial = host.params()
+        host.train(sample, 1, seed, log=lambda *_: None)
+        _, raw, _ = train_on_target(out, t.name, sample, 1, seed, log=lambda *_: None)
+    except Exception as exc:  # noqa: BLE001 - reported, never stops the corpus
+        return False, f"{target} training step failed: {_short(_first_line(exc), model)}"
+    if raw != host.params():
+        a, b = np.frombuffer(raw, np.uint8), np.frombuffer(host.params(), np.uint8)
+        diff = int((a != b).sum()) if len(a) == len(b) else abs(len(a) - len(b))
+        return False, f"{target} parameters differ from host simulation after one step ({diff} of {len(b)} bytes)"
+    if raw == initial:
+        return None, f"one training step changed no parameter byte: nothing to compare on {target}"
+    return True, ""
 
 
 # -- the whole corpus -----------------------------------------------------------------------------
@@ -372,6 +410,8 @@ def markdown(results: list[dict], rows: list[dict]) -> str:
     comp = sum(bool(r["compile"]) for r in results)
     exact = sum(bool(r["exact"]) for r in results)
     train = sum(bool(r["trainable"]) for r in results)
+    stepped = [r for r in results if r.get("qemu_equal") is not None]
+    qemu = sum(bool(r["qemu_equal"]) for r in stepped)
     by_name = {r["name"]: r for r in rows}
     out = ["# Corpus: public third-party models", "",
            f"Written by `make corpus` (called by `make bench`; `python -m pockmcu.corpus`). {n} quantized models "
@@ -382,16 +422,24 @@ def markdown(results: list[dict], rows: list[dict]) -> str:
            f"every output for {N_RANDOM} seeded random and 3 extreme inputs. trainable: `gen --train` "
            f"(xent for classifiers, mse otherwise; biases of the last 2 layers and the last layer's weights, SGD "
            f"lr {LR}) builds and {EPOCHS} epochs of host simulation on {N_TRAIN} synthetic samples lower the mean "
-           "loss. reason: the first problem (`pockmcu inspect MODEL` lists all of them).", "",
-           f"**{comp} of {n} compile, {exact} of {comp} bit-exact, {train} of {comp} trainable.**", "",
-           "| model | task | ops | compile | bit-exact | trainable | reason |", "|---|---|---:|---|---|---|---|"]
+           f"loss. QEMU = host: wherever `gen --train` builds, the training project compiled for {QEMU_TARGET}'s "
+           f"RAM takes one training step in QEMU ({QEMU_TARGET}) and in host simulation from the same sample and "
+           "seed, and the trained parameters are byte-equal (-: not run, the reason says why). reason: the first "
+           "problem (`pockmcu inspect MODEL` lists all of them).", "",
+           f"**{comp} of {n} compile, {exact} of {comp} bit-exact, {train} of {comp} trainable; QEMU parameters "
+           f"byte-equal to host simulation after a training step for {qemu} of {len(stepped)} models stepped.**", "",
+           "| model | task | ops | compile | bit-exact | trainable | QEMU = host | reason |",
+           "|---|---|---:|---|---|---|---|---|"]
     for r in results:
         task = by_name.get(r["name"], {}).get("task", r.get("task", ""))
-        reason = r.get("reason", "").replace("|", "\\|")
+        reason = r.get("reason", "")
         if r.get("trainable") and r.get("losses"):
             reason = (reason + "; " if reason else "") + "loss {:.3g} -> {:.3g}".format(*r["losses"])
+        if r.get("qemu_reason"):
+            reason = (reason + "; " if reason else "") + r["qemu_reason"]
+        reason = reason.replace("|", "\\|")
         out.append(f"| {r['name']} ({r['format']}) | {task} | {r['ops']} | {_mark(r['compile'])} | "
-                   f"{_mark(r['exact'])} | {_mark(r['trainable'])} | {reason[:160]} |")
+                   f"{_mark(r['exact'])} | {_mark(r['trainable'])} | {_mark(r.get('qemu_equal'))} | {reason[:200]} |")
     blockers = Counter(k for r in results if not r["compile"] for k in r.get("keys", []))
     out += ["", "What keeps models from compiling (models each problem blocks; a model counts once per problem):", ""]
     out += [f"- {k}: {v}" for k, v in blockers.most_common()]

@@ -17,10 +17,12 @@ import pytest
 import tflite
 from conftest import FIXTURES, ROOT
 
+from pockmcu import corpus
 from pockmcu.compiler import supported_ops
 from pockmcu.corpus import MANIFEST, cache_dir, evaluate, fetch, file_name, markdown, parse_manifest, read_manifest, write_section
 from pockmcu.errors import PockError
 from pockmcu.ops import REGISTRY
+from pockmcu.train import Data
 
 try:
     import tomllib  # Python 3.11+: the manifest must read the same with it
@@ -234,21 +236,52 @@ def test_evaluate_reports_the_first_problem(tmp_path):
 
 
 def test_evaluate_compiles_compares_and_trains_a_classifier(tmp_path):
-    r = evaluate(dict(name="small_cnn", task="t", loss="xent"), CLASSIFIER, tmp_path / "work")
+    r = evaluate(dict(name="small_cnn", task="t", loss="xent"), CLASSIFIER, tmp_path / "work", qemu_target=None)
     assert r["compile"] and r["exact"] and r["trainable"], r
     first, last = r["losses"]
     assert last < first and r["reason"] == ""
+    assert "qemu_equal" not in r
+
+
+def _one_sample():
+    x = np.random.default_rng(1).integers(-128, 128, (1, 16, 16, 3)).astype(np.int8)
+    return Data(x, np.array([3], np.int32))
+
+
+@pytest.mark.qemu
+def test_evaluate_steps_in_qemu_like_the_host(tmp_path):
+    """The corpus' QEMU column: one training step of the same project in QEMU (Cortex-M4) and in
+    host simulation ends with the same parameter bytes, and the step did change them."""
+    r = evaluate(dict(name="small_cnn", task="t", loss="xent"), CLASSIFIER, tmp_path / "work")
+    assert r["trainable"] and r["qemu_equal"] is True and r["qemu_reason"] == "", r
+
+
+@pytest.mark.qemu
+def test_qemu_step_reports_differing_bytes(tmp_path, monkeypatch):
+    """When QEMU's parameters differ from the host's, the column says no and how many bytes differ."""
+    real = corpus.train_on_target
+
+    def flipped(*args, **kw):
+        hist, raw, instr = real(*args, **kw)
+        return hist, bytes([raw[0] ^ 1]) + raw[1:], instr
+
+    monkeypatch.setattr(corpus, "train_on_target", flipped)
+    ok, why = corpus.qemu_step_equal(dict(name="small_cnn", loss="xent"), CLASSIFIER, tmp_path, _one_sample())
+    assert ok is False and "differ from host simulation after one step (1 of" in why
+
 
 
 def test_markdown_section_replaces_itself(tmp_path):
     rows = [dict(name="a", task="task a"), dict(name="b", task="task b")]
     results = [dict(name="a", format="tflite", ops=3, compile=True, exact=True, trainable=True, losses=[2.0, 1.0],
-                    reason="", keys=[], train_reason=""),
+                    reason="", keys=[], train_reason="", qemu_equal=True, qemu_reason=""),
                dict(name="b", format="onnx", ops=0, compile=False, exact=None, trainable=None, keys=["timeout"],
                     reason="evaluation took more than 300 s | x")]
     md = markdown(results, rows)
-    assert "**1 of 2 compile, 1 of 1 bit-exact, 1 of 1 trainable.**" in md
-    assert "| a (tflite) | task a | 3 | yes | yes | yes | loss 2 -> 1 |" in md
+    assert "**1 of 2 compile, 1 of 1 bit-exact, 1 of 1 trainable; QEMU parameters byte-equal to host simulation " \
+           "after a training step for 1 of 1 models stepped.**" in md
+    assert "| a (tflite) | task a | 3 | yes | yes | yes | yes | loss 2 -> 1 |" in md
+    assert "| b (onnx) | task b | 0 | **no** | - | - | - |" in md
     assert "300 s \\| x" in md and "- timeout: 1" in md
     target = tmp_path / "B.md"
     target.write_text("# Other\n\ntext\n")
@@ -256,3 +289,56 @@ def test_markdown_section_replaces_itself(tmp_path):
     write_section(md.replace("task a", "task A"), target)
     text = target.read_text()
     assert text.startswith("# Other\n\ntext\n") and text.count("# Corpus") == 1 and "task A" in text
+
+
+# -- float inputs far outside the input range (issue 12) ------------------------------------------------
+
+
+def _quantize_probe(scale: float, zp: int, n: int) -> bytes:
+    """float32 [1, n] -> QUANTIZE -> int8 [1, n] output: what a float-I/O model does to its input."""
+    m = _fixture_module().TFLiteBuilder("float input quantization probe")
+    x = m.add_tensor("x", [1, n], "float32")
+    y = m.add_tensor("y", [1, n], "int8", [scale], [zp])
+    m.add_op("QUANTIZE", [x], [y])
+    m.set_io([x], [y])
+    return m.serialize()
+
+
+def test_float_inputs_outside_int32_match_tflm_except_the_documented_case(tmp_path):
+    """Float input quantization (pockmcu_quantize_f32_s8 in the generated C) against TFLite Micro.
+
+    Every input with |round(x / scale)| < 2^31 gives TFLite Micro's int8, up to and including the edge
+    of int32. Beyond it, and for NaN, TFLite Micro converts an out-of-range float to int32 (undefined
+    behaviour in C++): its x86-64 interpreter gets INT32_MIN and adds the zero point with wrap-around,
+    so every such input, +inf and NaN included, becomes 127 when the zero point is negative and -128
+    otherwise. pockmcu saturates toward the input's sign and maps NaN to the zero point (README,
+    "Float inputs outside int32"). Both behaviours are pinned here."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    from pockmcu.codegen import write_project
+    from pockmcu.compiler import compile_model
+    from pockmcu.sim import load
+
+    s = 0.05
+    f32 = np.float32
+    edge = f32(2.0**31 - 128) * f32(s)                # round(x / s) just below 2^31 in float32
+    rng = np.random.default_rng(0)
+    inside = np.concatenate([np.array([edge, -edge, 1000 * s, -1000 * s, 126.4 * s, -127.5 * s, 0.0, -0.0], f32),
+                             (rng.standard_normal(24) * 1e6).astype(f32)])
+    outside = np.array([2.0**31 * s, -(2.0**31) * s, 3e9 * s, -3e9 * s, 1e30, -1e30, np.inf, -np.inf, np.nan, -np.nan], f32)
+    assert np.all(np.abs(np.round(inside.astype(np.float64) / s)) < 2.0**31)
+    assert np.all(np.isnan(outside) | (np.abs(outside / f32(s)) >= 2.0**31))
+    x = np.concatenate([inside, outside])[None]
+    for zp in (-128, -5, 0, 127):
+        path = tmp_path / f"q{zp}.tflite"
+        path.write_bytes(_quantize_probe(s, zp, x.shape[1]))
+        it = runtime.Interpreter.from_file(str(path), arena_size=1 << 14)
+        it.set_input(x, 0)
+        it.invoke()
+        tflm = np.array(it.get_output(0)).reshape(-1)
+        ours = load(write_project(compile_model(path, ram=1 << 16), tmp_path / f"q{zp}")).invoke(x).reshape(-1)
+        n = len(inside)
+        assert np.array_equal(ours[:n], tflm[:n]), zp                                   # inside int32: equal
+        assert np.all(tflm[n:] == (127 if zp < 0 else -128)), (zp, tflm[n:])          # TFLM (x86-64): wrapped
+        sign = np.where(np.isnan(outside), 0, np.sign(outside))
+        assert np.array_equal(ours[n:], np.where(sign > 0, 127, np.where(sign < 0, -128, zp))), (zp, ours[n:])
