@@ -107,6 +107,15 @@ static void from_mean_pixels(const float *gm,
                 for (o = 0; o < len; o++)
                 {
                     const float so = s[o];
+                    if (((m0 | m1 | m2 | m3) & 1u) == 0u) /* no pixel takes this term */
+                    {
+                        m0 >>= 1;
+                        m1 >>= 1;
+                        m2 >>= 1;
+                        m3 >>= 1;
+                        wp += in_c;
+                        continue;
+                    }
                     const float t0 = so * (float)wp[0];
                     const float t1 = so * (float)wp[1];
                     const float t2 = so * (float)wp[2];

@@ -29,7 +29,7 @@ arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *conv
                                                 const float *grad_output,
                                                 float *grad_input)
 {
-    if (filter_dims->h == 1 && filter_dims->w == 1 && filter_dims->c == input_dims->c &&
+    if (filter_dims->h == 1 && filter_dims->w == 1 && filter_dims->n > 0 && filter_dims->c == input_dims->c &&
         output_dims->c == filter_dims->n && conv_params->stride.h >= 1 && conv_params->stride.w >= 1 &&
         conv_params->dilation.h >= 1 && conv_params->dilation.w >= 1 && input_dims->n >= 0 && input_dims->h >= 0 &&
         input_dims->w >= 0 && input_dims->c >= 0)

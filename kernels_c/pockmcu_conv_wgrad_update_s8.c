@@ -86,6 +86,11 @@ static void wgrad_block4(const wgrad_geom *q,
                     continue;
                 }
                 go = grad_output + ((b * q->out_h + oy) * q->out_w + ox) * q->out_c + o0;
+                if ((pockmcu_f32_magnitude_bits(go) | pockmcu_f32_magnitude_bits(go + 1) |
+                     pockmcu_f32_magnitude_bits(go + 2) | pockmcu_f32_magnitude_bits(go + 3)) == 0u)
+                {
+                    continue; /* four zero gradients: sixteen +-0 terms */
+                }
                 x = input + ((b * q->in_h + iy) * q->in_w + ix) * q->k_ch + c;
                 x0 = (float)((int32_t)x[0] + off);
                 x1 = (float)((int32_t)x[1] + off);

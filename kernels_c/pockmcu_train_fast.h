@@ -96,12 +96,25 @@ POCKMCU_FAST_INLINE int32_t pockmcu_sround(float x, uint32_t *state)
 
 /* ---------------------------------------------------------------- 1x1 convolution input gradient */
 
+/* The bits of a float with the sign dropped: 0 for +0.0f and -0.0f only. */
+POCKMCU_FAST_INLINE uint32_t pockmcu_f32_magnitude_bits(const float *p)
+{
+    uint32_t b;
+    memcpy(&b, p, sizeof b);
+    return b << 1;
+}
+
+/* Output channels per chunk of pockmcu_gi_1x1_rows' list of the channels with a nonzero gradient. */
+#define POCKMCU_GI_CHUNK 64
+
 /* Channels [0, len) of up to 4 input pixels: gi[p][c] = sum over o ascending, from +0, of
  * (go[p][o] * scale[o]) * (float)w[o * w_stride + c] (pockmcu_conv_grad_input_f32's terms for a 1x1
- * filter, in its order; terms with go == 0 add +-0 to a sum that is never -0, so not skipping them
- * changes no bit). The sums are STORED (not added) to gi[p][c]. Register block: 4 pixels x 4
- * channels (16 accumulators), each weight converted once per 4 pixels, each go * scale once per 4
- * channels. */
+ * filter, in its order; it skips go == 0, and a term with go == 0 adds +-0 to a sum that is never -0,
+ * so which zero terms are skipped changes no bit). The sums are STORED to gi[p][c].
+ * 4 pixels: output channels in chunks of POCKMCU_GI_CHUNK, of which only those with a nonzero
+ * gradient at one of the 4 pixels are visited (ReLU-masked gradients are mostly zero); register
+ * block 4 pixels x 4 channels (16 accumulators, kept in gi between chunks), each weight converted
+ * once per 4 pixels. Fewer pixels, or the channel tail: one pixel at a time, zero terms skipped. */
 POCKMCU_FAST_INLINE void pockmcu_gi_1x1_rows(const float *const go[4],
                                              float *const gi[4],
                                              int32_t np,
@@ -113,56 +126,75 @@ POCKMCU_FAST_INLINE void pockmcu_gi_1x1_rows(const float *const go[4],
 {
     int32_t c = 0;
     int32_t o;
-    if (np == 4)
+    if (np == 4 && len >= 4)
     {
         const float *g0 = go[0], *g1 = go[1], *g2 = go[2], *g3 = go[3];
-        for (; c + 4 <= len; c += 4)
+        int16_t list[POCKMCU_GI_CHUNK];
+        int32_t o0;
+        for (o0 = 0; o0 < out_c; o0 += POCKMCU_GI_CHUNK)
         {
-            float a00 = 0.0f, a01 = 0.0f, a02 = 0.0f, a03 = 0.0f;
-            float a10 = 0.0f, a11 = 0.0f, a12 = 0.0f, a13 = 0.0f;
-            float a20 = 0.0f, a21 = 0.0f, a22 = 0.0f, a23 = 0.0f;
-            float a30 = 0.0f, a31 = 0.0f, a32 = 0.0f, a33 = 0.0f;
-            const int8_t *wp = w + c;
-            for (o = 0; o < out_c; o++)
+            const int32_t o_end = out_c - o0 < POCKMCU_GI_CHUNK ? out_c : o0 + POCKMCU_GI_CHUNK;
+            int32_t n = 0;
+            for (o = o0; o < o_end; o++)
             {
-                const float sc = scale[o];
-                const float s0 = g0[o] * sc, s1 = g1[o] * sc, s2 = g2[o] * sc, s3 = g3[o] * sc;
-                const float w0 = (float)wp[0], w1 = (float)wp[1], w2 = (float)wp[2], w3 = (float)wp[3];
-                wp += w_stride;
-                a00 = pockmcu_mla_f32(a00, s0, w0);
-                a01 = pockmcu_mla_f32(a01, s0, w1);
-                a02 = pockmcu_mla_f32(a02, s0, w2);
-                a03 = pockmcu_mla_f32(a03, s0, w3);
-                a10 = pockmcu_mla_f32(a10, s1, w0);
-                a11 = pockmcu_mla_f32(a11, s1, w1);
-                a12 = pockmcu_mla_f32(a12, s1, w2);
-                a13 = pockmcu_mla_f32(a13, s1, w3);
-                a20 = pockmcu_mla_f32(a20, s2, w0);
-                a21 = pockmcu_mla_f32(a21, s2, w1);
-                a22 = pockmcu_mla_f32(a22, s2, w2);
-                a23 = pockmcu_mla_f32(a23, s2, w3);
-                a30 = pockmcu_mla_f32(a30, s3, w0);
-                a31 = pockmcu_mla_f32(a31, s3, w1);
-                a32 = pockmcu_mla_f32(a32, s3, w2);
-                a33 = pockmcu_mla_f32(a33, s3, w3);
+                if ((pockmcu_f32_magnitude_bits(g0 + o) | pockmcu_f32_magnitude_bits(g1 + o) |
+                     pockmcu_f32_magnitude_bits(g2 + o) | pockmcu_f32_magnitude_bits(g3 + o)) != 0u)
+                {
+                    list[n++] = (int16_t)(o - o0);
+                }
             }
-            gi[0][c] = a00;
-            gi[0][c + 1] = a01;
-            gi[0][c + 2] = a02;
-            gi[0][c + 3] = a03;
-            gi[1][c] = a10;
-            gi[1][c + 1] = a11;
-            gi[1][c + 2] = a12;
-            gi[1][c + 3] = a13;
-            gi[2][c] = a20;
-            gi[2][c + 1] = a21;
-            gi[2][c + 2] = a22;
-            gi[2][c + 3] = a23;
-            gi[3][c] = a30;
-            gi[3][c + 1] = a31;
-            gi[3][c + 2] = a32;
-            gi[3][c + 3] = a33;
+            if (n == 0 && o0 > 0)
+            {
+                continue;
+            }
+            for (c = 0; c + 4 <= len; c += 4)
+            {
+                float a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33;
+                const int8_t *wc = w + o0 * w_stride + c;
+                int32_t k;
+                if (o0 == 0)
+                {
+                    a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = 0.0f;
+                    a20 = a21 = a22 = a23 = a30 = a31 = a32 = a33 = 0.0f;
+                }
+                else
+                {
+                    a00 = gi[0][c], a01 = gi[0][c + 1], a02 = gi[0][c + 2], a03 = gi[0][c + 3];
+                    a10 = gi[1][c], a11 = gi[1][c + 1], a12 = gi[1][c + 2], a13 = gi[1][c + 3];
+                    a20 = gi[2][c], a21 = gi[2][c + 1], a22 = gi[2][c + 2], a23 = gi[2][c + 3];
+                    a30 = gi[3][c], a31 = gi[3][c + 1], a32 = gi[3][c + 2], a33 = gi[3][c + 3];
+                }
+                for (k = 0; k < n; k++)
+                {
+                    const int32_t oo = o0 + list[k];
+                    const float sc = scale[oo];
+                    const float s0 = g0[oo] * sc, s1 = g1[oo] * sc, s2 = g2[oo] * sc, s3 = g3[oo] * sc;
+                    const int8_t *wp = wc + list[k] * w_stride;
+                    const float w0 = (float)wp[0], w1 = (float)wp[1], w2 = (float)wp[2], w3 = (float)wp[3];
+                    a00 = pockmcu_mla_f32(a00, s0, w0);
+                    a01 = pockmcu_mla_f32(a01, s0, w1);
+                    a02 = pockmcu_mla_f32(a02, s0, w2);
+                    a03 = pockmcu_mla_f32(a03, s0, w3);
+                    a10 = pockmcu_mla_f32(a10, s1, w0);
+                    a11 = pockmcu_mla_f32(a11, s1, w1);
+                    a12 = pockmcu_mla_f32(a12, s1, w2);
+                    a13 = pockmcu_mla_f32(a13, s1, w3);
+                    a20 = pockmcu_mla_f32(a20, s2, w0);
+                    a21 = pockmcu_mla_f32(a21, s2, w1);
+                    a22 = pockmcu_mla_f32(a22, s2, w2);
+                    a23 = pockmcu_mla_f32(a23, s2, w3);
+                    a30 = pockmcu_mla_f32(a30, s3, w0);
+                    a31 = pockmcu_mla_f32(a31, s3, w1);
+                    a32 = pockmcu_mla_f32(a32, s3, w2);
+                    a33 = pockmcu_mla_f32(a33, s3, w3);
+                }
+                gi[0][c] = a00, gi[0][c + 1] = a01, gi[0][c + 2] = a02, gi[0][c + 3] = a03;
+                gi[1][c] = a10, gi[1][c + 1] = a11, gi[1][c + 2] = a12, gi[1][c + 3] = a13;
+                gi[2][c] = a20, gi[2][c + 1] = a21, gi[2][c + 2] = a22, gi[2][c + 3] = a23;
+                gi[3][c] = a30, gi[3][c + 1] = a31, gi[3][c + 2] = a32, gi[3][c + 3] = a33;
+            }
         }
+        c = len - len % 4;
     }
     for (int32_t p = 0; p < np; p++) /* fewer than 4 pixels, or the channel tail: one pixel at a time */
     {
@@ -172,14 +204,18 @@ POCKMCU_FAST_INLINE void pockmcu_gi_1x1_rows(const float *const go[4],
         {
             float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
             const int8_t *wp = w + cc;
-            for (o = 0; o < out_c; o++)
+            for (o = 0; o < out_c; o++, wp += w_stride)
             {
-                const float s0 = g[o] * scale[o];
+                float s0;
+                if (g[o] == 0.0f)
+                {
+                    continue;
+                }
+                s0 = g[o] * scale[o];
                 a0 = pockmcu_mla_f32(a0, s0, (float)wp[0]);
                 a1 = pockmcu_mla_f32(a1, s0, (float)wp[1]);
                 a2 = pockmcu_mla_f32(a2, s0, (float)wp[2]);
                 a3 = pockmcu_mla_f32(a3, s0, (float)wp[3]);
-                wp += w_stride;
             }
             gi[p][cc] = a0;
             gi[p][cc + 1] = a1;
@@ -190,10 +226,12 @@ POCKMCU_FAST_INLINE void pockmcu_gi_1x1_rows(const float *const go[4],
         {
             float a = 0.0f;
             const int8_t *wp = w + cc;
-            for (o = 0; o < out_c; o++)
+            for (o = 0; o < out_c; o++, wp += w_stride)
             {
-                a = pockmcu_mla_f32(a, g[o] * scale[o], (float)*wp);
-                wp += w_stride;
+                if (g[o] != 0.0f)
+                {
+                    a = pockmcu_mla_f32(a, g[o] * scale[o], (float)*wp);
+                }
             }
             gi[p][cc] = a;
         }
