@@ -28,17 +28,40 @@ void pockmcu_bias_update_s32(int32_t *bias,
     for (o0 = 0; o0 < channels; o0 += POCKMCU_BIAS_CHUNK)
     {
         const int32_t len = channels - o0 < POCKMCU_BIAS_CHUNK ? channels - o0 : POCKMCU_BIAS_CHUNK;
-        for (t = 0; t < len; t++)
+        t = 0;
+        for (; t + 8 <= len; t += 8) /* 8 sums in registers, each over p ascending from +0 */
         {
-            g[t] = 0.0f;
-        }
-        for (p = 0; p < positions; p++)
-        {
-            const float *go = grad_output + p * channels + o0;
-            for (t = 0; t < len; t++)
+            float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f, a4 = 0.0f, a5 = 0.0f, a6 = 0.0f, a7 = 0.0f;
+            const float *go = grad_output + o0 + t;
+            for (p = 0; p < positions; p++, go += channels)
             {
-                g[t] += go[t];
+                a0 += go[0];
+                a1 += go[1];
+                a2 += go[2];
+                a3 += go[3];
+                a4 += go[4];
+                a5 += go[5];
+                a6 += go[6];
+                a7 += go[7];
             }
+            g[t] = a0;
+            g[t + 1] = a1;
+            g[t + 2] = a2;
+            g[t + 3] = a3;
+            g[t + 4] = a4;
+            g[t + 5] = a5;
+            g[t + 6] = a6;
+            g[t + 7] = a7;
+        }
+        for (; t < len; t++)
+        {
+            float a = 0.0f;
+            const float *go = grad_output + o0 + t;
+            for (p = 0; p < positions; p++, go += channels)
+            {
+                a += go[0];
+            }
+            g[t] = a;
         }
         pockmcu_update_s32(bias + o0,
                            g,

@@ -36,6 +36,160 @@ static float masked_mean_grad(const float *grad_mean, const uint8_t *mask, int32
     return ((mask[k >> 3] >> (k & 7)) & 1u) != 0u ? grad_mean[o] / count : 0.0f;
 }
 
+/* Up to 32 mask bits starting at bit k (bit k in bit 0), reading only bytes that hold them. */
+static uint32_t mask_bits(const uint8_t *mask, int32_t k, int32_t n)
+{
+    const uint8_t *m = mask + (k >> 3);
+    const int32_t sh = k & 7;
+    const int32_t nbytes = (sh + n + 7) >> 3;
+    uint64_t v = 0;
+    int32_t i;
+    for (i = 0; i < nbytes; i++)
+    {
+        v |= (uint64_t)m[i] << (8 * i);
+    }
+    v >>= sh;
+    return n >= 32 ? (uint32_t)v : (uint32_t)v & ((1u << n) - 1u);
+}
+
+/* grad_input of np (1..4) consecutive pixels, rows of in_c floats from gi (fully written), their mask
+ * bits starting at k0 (pixel q's bit for channel o is k0 + q * out_c + o). The term
+ * t = ((grad_mean[o] / count) * filter_scale[o]) * (float)filter[o][c] is the same for every pixel;
+ * each pixel whose mask bit is set adds it, o ascending from +0, exactly the unfused sum (which skips
+ * the pixels whose dz is 0: those add nothing). Output channels run in chunks of 32: the chunk's
+ * s_o = dz * scale on the stack, each pixel's 32 mask bits in a register; the sums stay in gi between
+ * chunks. Register block: 4 pixels x 4 channels. */
+static void from_mean_pixels(const float *gm,
+                             const uint8_t *mask,
+                             int32_t k0,
+                             int32_t np,
+                             float count,
+                             const int8_t *filter,
+                             const float *filter_scale,
+                             int32_t out_c,
+                             int32_t in_c,
+                             float *gi)
+{
+    float s[32];
+    uint32_t mw[4];
+    int32_t o0, q, c, o;
+
+    for (o0 = 0; o0 < out_c; o0 += 32)
+    {
+        const int32_t len = out_c - o0 < 32 ? out_c - o0 : 32;
+        const int32_t first = o0 == 0;
+        for (o = 0; o < len; o++)
+        {
+            s[o] = (gm[o0 + o] / count) * filter_scale[o0 + o];
+        }
+        for (q = 0; q < 4; q++)
+        {
+            mw[q] = q < np ? mask_bits(mask, k0 + q * out_c + o0, len) : 0u;
+        }
+        for (c = 0; c + 4 <= in_c; c += 4)
+        {
+            float a[4][4];
+            uint32_t m0 = mw[0], m1 = mw[1], m2 = mw[2], m3 = mw[3];
+            const int8_t *wp = filter + o0 * in_c + c;
+            for (q = 0; q < 4; q++)
+            {
+                int32_t j;
+                for (j = 0; j < 4; j++)
+                {
+                    a[q][j] = (first || q >= np) ? 0.0f : gi[q * in_c + c + j];
+                }
+            }
+            {
+                float a00 = a[0][0], a01 = a[0][1], a02 = a[0][2], a03 = a[0][3];
+                float a10 = a[1][0], a11 = a[1][1], a12 = a[1][2], a13 = a[1][3];
+                float a20 = a[2][0], a21 = a[2][1], a22 = a[2][2], a23 = a[2][3];
+                float a30 = a[3][0], a31 = a[3][1], a32 = a[3][2], a33 = a[3][3];
+                for (o = 0; o < len; o++)
+                {
+                    const float so = s[o];
+                    if (((m0 | m1 | m2 | m3) & 1u) == 0u) /* no pixel takes this term */
+                    {
+                        m0 >>= 1;
+                        m1 >>= 1;
+                        m2 >>= 1;
+                        m3 >>= 1;
+                        wp += in_c;
+                        continue;
+                    }
+                    const float t0 = so * (float)wp[0];
+                    const float t1 = so * (float)wp[1];
+                    const float t2 = so * (float)wp[2];
+                    const float t3 = so * (float)wp[3];
+                    wp += in_c;
+                    if (m0 & 1u)
+                    {
+                        a00 += t0;
+                        a01 += t1;
+                        a02 += t2;
+                        a03 += t3;
+                    }
+                    if (m1 & 1u)
+                    {
+                        a10 += t0;
+                        a11 += t1;
+                        a12 += t2;
+                        a13 += t3;
+                    }
+                    if (m2 & 1u)
+                    {
+                        a20 += t0;
+                        a21 += t1;
+                        a22 += t2;
+                        a23 += t3;
+                    }
+                    if (m3 & 1u)
+                    {
+                        a30 += t0;
+                        a31 += t1;
+                        a32 += t2;
+                        a33 += t3;
+                    }
+                    m0 >>= 1;
+                    m1 >>= 1;
+                    m2 >>= 1;
+                    m3 >>= 1;
+                }
+                a[0][0] = a00, a[0][1] = a01, a[0][2] = a02, a[0][3] = a03;
+                a[1][0] = a10, a[1][1] = a11, a[1][2] = a12, a[1][3] = a13;
+                a[2][0] = a20, a[2][1] = a21, a[2][2] = a22, a[2][3] = a23;
+                a[3][0] = a30, a[3][1] = a31, a[3][2] = a32, a[3][3] = a33;
+            }
+            for (q = 0; q < np; q++)
+            {
+                int32_t j;
+                for (j = 0; j < 4; j++)
+                {
+                    gi[q * in_c + c + j] = a[q][j];
+                }
+            }
+        }
+        for (; c < in_c; c++) /* channel tail */
+        {
+            for (q = 0; q < np; q++)
+            {
+                uint32_t m = mw[q];
+                float acc = first ? 0.0f : gi[q * in_c + c];
+                const int8_t *wp = filter + o0 * in_c + c;
+                for (o = 0; o < len; o++)
+                {
+                    if (m & 1u)
+                    {
+                        acc += s[o] * (float)*wp;
+                    }
+                    m >>= 1;
+                    wp += in_c;
+                }
+                gi[q * in_c + c] = acc;
+            }
+        }
+    }
+}
+
 arm_cmsis_nn_status pockmcu_conv_1x1_grad_from_mean_f32(const cmsis_nn_dims *output_dims,
                                                         const float *grad_mean,
                                                         const uint8_t *mask,
@@ -55,7 +209,7 @@ arm_cmsis_nn_status pockmcu_conv_1x1_grad_from_mean_f32(const cmsis_nn_dims *out
     const int32_t out_c = output_dims->c;
     const int32_t in_c = filter_dims->c;
     const float count = (float)hw;
-    int32_t b, p, o, c;
+    int32_t b, p;
 
     if (filter_dims->n != out_c || filter_dims->h != 1 || filter_dims->w != 1 || batches < 0 || hw < 1 || in_c < 0)
     {
@@ -98,29 +252,21 @@ arm_cmsis_nn_status pockmcu_conv_1x1_grad_from_mean_f32(const cmsis_nn_dims *out
 
     if (grad_input != NULL)
     {
-        memset(grad_input, 0, (size_t)batches * (size_t)hw * (size_t)in_c * sizeof(float));
         for (b = 0; b < batches; b++)
         {
-            const float *gm = grad_mean + b * out_c;
-            for (p = 0; p < hw; p++)
+            for (p = 0; p < hw; p += 4)
             {
-                float *gi = grad_input + (b * hw + p) * in_c;
-                const int32_t k0 = (b * hw + p) * out_c;
-                for (o = 0; o < out_c; o++)
-                {
-                    const float dz = masked_mean_grad(gm, mask, k0 + o, o, count);
-                    const int8_t *w = filter + o * in_c;
-                    float s;
-                    if (dz == 0.0f)
-                    {
-                        continue;
-                    }
-                    s = dz * filter_scale[o];
-                    for (c = 0; c < in_c; c++)
-                    {
-                        gi[c] += s * (float)w[c];
-                    }
-                }
+                const int32_t np = hw - p < 4 ? hw - p : 4;
+                from_mean_pixels(grad_mean + b * out_c,
+                                 mask,
+                                 (b * hw + p) * out_c,
+                                 np,
+                                 count,
+                                 filter,
+                                 filter_scale,
+                                 out_c,
+                                 in_c,
+                                 grad_input + (b * hw + p) * in_c);
             }
         }
     }

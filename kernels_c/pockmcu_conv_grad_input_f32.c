@@ -18,6 +18,7 @@
  * grad_input is fully written. No scratch buffer.
  */
 #include "pockmcu_layer_loops.h"
+#include "pockmcu_train_fast.h"
 
 arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *conv_params,
                                                 const cmsis_nn_dims *input_dims,
@@ -28,6 +29,15 @@ arm_cmsis_nn_status pockmcu_conv_grad_input_f32(const cmsis_nn_conv_params *conv
                                                 const float *grad_output,
                                                 float *grad_input)
 {
+    if (filter_dims->h == 1 && filter_dims->w == 1 && filter_dims->n > 0 && filter_dims->c == input_dims->c &&
+        output_dims->c == filter_dims->n && conv_params->stride.h >= 1 && conv_params->stride.w >= 1 &&
+        conv_params->dilation.h >= 1 && conv_params->dilation.w >= 1 && input_dims->n >= 0 && input_dims->h >= 0 &&
+        input_dims->w >= 0 && input_dims->c >= 0)
+    {
+        pockmcu_conv_1x1_grad_input_fast(
+            conv_params, input_dims, filter_dims, filter, NULL, 0, filter_scale, output_dims, grad_output, grad_input);
+        return ARM_CMSIS_NN_SUCCESS;
+    }
     return pockmcu_conv_grad_input_f32_loops(
         conv_params, input_dims, filter_dims, filter, NULL, 0, filter_scale, output_dims, grad_output, grad_input);
 }

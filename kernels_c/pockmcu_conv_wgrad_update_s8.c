@@ -20,13 +20,172 @@
  * So the update visits the trainable elements in increasing [o][i][j][c']
  * order (one RNG draw each when applying, none when only accumulating).
  *
- * ctx->buf: pockmcu_conv_wgrad_update_s8_get_buffer_size() bytes, float
- * aligned; ARM_CMSIS_NN_ARG_ERROR if it is NULL or ctx->size is smaller.
+ * Up to 4 output channels are computed at a time (as many whole rows of
+ * KH*KW*k floats as ctx->buf holds, at most 4; get_buffer_size asks for
+ * min(4, O) rows), 4 output x 4 input channels in registers so that each input
+ * value is converted once per 4 output channels; each G element is still the
+ * sum over (n, oh, ow) ascending from +0 of the same products (skipping none:
+ * a zero grad_output adds +-0 to a sum that is never -0), and the updates
+ * still run in [o][i][j][c'] order: the same bits as one channel at a time.
+ *
+ * ctx->buf: at least KH*KW*k floats, float aligned
+ * (pockmcu_conv_wgrad_update_s8_get_buffer_size() bytes is best);
+ * ARM_CMSIS_NN_ARG_ERROR if it is NULL or ctx->size is smaller than one row.
  * Also ARG_ERROR for bad strides/dilations or a channel range outside C_in.
  */
 #include <string.h>
 
 #include "pockmcu_nn.h"
+#include "pockmcu_train_fast.h"
+
+/* The loop geometry shared by the helpers. */
+typedef struct
+{
+    int32_t batches, in_h, in_w, k_ch, out_c, k_w, out_h, out_w;
+    int32_t stride_h, stride_w, dil_h, dil_w, pad_h, pad_w, input_offset;
+} wgrad_geom;
+
+/* G[q][tap][c] for q < 4 (output channels o0 + q; rows `row` floats apart), channels [c, c + 4) of one
+ * tap (ky, kx): the sum over the positions (n, oh, ow) ascending, from +0, of
+ * grad_output[n,oh,ow,o] * (float)(input + input_offset) (positions whose tap is in the padding add
+ * nothing). 16 accumulators: each converted input value serves 4 output channels. */
+static void wgrad_block4(const wgrad_geom *q,
+                         float *g,
+                         int32_t row,
+                         const int8_t *input,
+                         const float *grad_output,
+                         int32_t o0,
+                         int32_t c,
+                         int32_t ky,
+                         int32_t kx)
+{
+    float a00 = 0.0f, a01 = 0.0f, a02 = 0.0f, a03 = 0.0f;
+    float a10 = 0.0f, a11 = 0.0f, a12 = 0.0f, a13 = 0.0f;
+    float a20 = 0.0f, a21 = 0.0f, a22 = 0.0f, a23 = 0.0f;
+    float a30 = 0.0f, a31 = 0.0f, a32 = 0.0f, a33 = 0.0f;
+    const int32_t off = q->input_offset;
+    int32_t b, oy, ox;
+
+    for (b = 0; b < q->batches; b++)
+    {
+        for (oy = 0; oy < q->out_h; oy++)
+        {
+            const int32_t iy = oy * q->stride_h - q->pad_h + ky * q->dil_h;
+            if (iy < 0 || iy >= q->in_h)
+            {
+                continue;
+            }
+            for (ox = 0; ox < q->out_w; ox++)
+            {
+                const int32_t ix = ox * q->stride_w - q->pad_w + kx * q->dil_w;
+                const float *go;
+                const int8_t *x;
+                float x0, x1, x2, x3;
+                if (ix < 0 || ix >= q->in_w)
+                {
+                    continue;
+                }
+                go = grad_output + ((b * q->out_h + oy) * q->out_w + ox) * q->out_c + o0;
+                if ((pockmcu_f32_magnitude_bits(go) | pockmcu_f32_magnitude_bits(go + 1) |
+                     pockmcu_f32_magnitude_bits(go + 2) | pockmcu_f32_magnitude_bits(go + 3)) == 0u)
+                {
+                    continue; /* four zero gradients: sixteen +-0 terms */
+                }
+                x = input + ((b * q->in_h + iy) * q->in_w + ix) * q->k_ch + c;
+                x0 = (float)((int32_t)x[0] + off);
+                x1 = (float)((int32_t)x[1] + off);
+                x2 = (float)((int32_t)x[2] + off);
+                x3 = (float)((int32_t)x[3] + off);
+                a00 = pockmcu_mla_f32(a00, go[0], x0);
+                a01 = pockmcu_mla_f32(a01, go[0], x1);
+                a02 = pockmcu_mla_f32(a02, go[0], x2);
+                a03 = pockmcu_mla_f32(a03, go[0], x3);
+                a10 = pockmcu_mla_f32(a10, go[1], x0);
+                a11 = pockmcu_mla_f32(a11, go[1], x1);
+                a12 = pockmcu_mla_f32(a12, go[1], x2);
+                a13 = pockmcu_mla_f32(a13, go[1], x3);
+                a20 = pockmcu_mla_f32(a20, go[2], x0);
+                a21 = pockmcu_mla_f32(a21, go[2], x1);
+                a22 = pockmcu_mla_f32(a22, go[2], x2);
+                a23 = pockmcu_mla_f32(a23, go[2], x3);
+                a30 = pockmcu_mla_f32(a30, go[3], x0);
+                a31 = pockmcu_mla_f32(a31, go[3], x1);
+                a32 = pockmcu_mla_f32(a32, go[3], x2);
+                a33 = pockmcu_mla_f32(a33, go[3], x3);
+            }
+        }
+    }
+    g[c] = a00;
+    g[c + 1] = a01;
+    g[c + 2] = a02;
+    g[c + 3] = a03;
+    g += row;
+    g[c] = a10;
+    g[c + 1] = a11;
+    g[c + 2] = a12;
+    g[c + 3] = a13;
+    g += row;
+    g[c] = a20;
+    g[c + 1] = a21;
+    g[c + 2] = a22;
+    g[c + 3] = a23;
+    g += row;
+    g[c] = a30;
+    g[c + 1] = a31;
+    g[c + 2] = a32;
+    g[c + 3] = a33;
+}
+
+/* One output channel o, input channels [c0, k_ch) of every tap: g[tap * k_ch + c] (the original loops,
+ * accumulating in g from +0; grad_output == 0 positions skipped). */
+static void wgrad_row(const wgrad_geom *q,
+                      float *g,
+                      int32_t c0,
+                      int32_t taps,
+                      const int8_t *input,
+                      const float *grad_output,
+                      int32_t o)
+{
+    int32_t b, oy, ox, tap, c;
+    for (tap = 0; tap < taps; tap++)
+    {
+        for (c = c0; c < q->k_ch; c++)
+        {
+            g[tap * q->k_ch + c] = 0.0f;
+        }
+    }
+    for (b = 0; b < q->batches; b++)
+    {
+        for (oy = 0; oy < q->out_h; oy++)
+        {
+            for (ox = 0; ox < q->out_w; ox++)
+            {
+                const float go = grad_output[((b * q->out_h + oy) * q->out_w + ox) * q->out_c + o];
+                if (go == 0.0f)
+                {
+                    continue;
+                }
+                for (tap = 0; tap < taps; tap++)
+                {
+                    const int32_t iy = oy * q->stride_h - q->pad_h + (tap / q->k_w) * q->dil_h;
+                    const int32_t ix = ox * q->stride_w - q->pad_w + (tap % q->k_w) * q->dil_w;
+                    const int8_t *x;
+                    float *gt;
+                    if (iy < 0 || iy >= q->in_h || ix < 0 || ix >= q->in_w)
+                    {
+                        continue;
+                    }
+                    x = input + ((b * q->in_h + iy) * q->in_w + ix) * q->k_ch;
+                    gt = g + tap * q->k_ch;
+                    for (c = c0; c < q->k_ch; c++)
+                    {
+                        gt[c] += go * (float)((int32_t)x[c] + q->input_offset);
+                    }
+                }
+            }
+        }
+    }
+}
 
 arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
                                                  const cmsis_nn_conv_params *conv_params,
@@ -43,29 +202,19 @@ arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
                                                  const pockmcu_optimizer *opt,
                                                  uint32_t *rng)
 {
-    const int32_t batches = input_dims->n;
-    const int32_t in_h = input_dims->h;
-    const int32_t in_w = input_dims->w;
     const int32_t k_ch = input_dims->c;
     const int32_t out_c = filter_dims->n;
     const int32_t k_h = filter_dims->h;
     const int32_t k_w = filter_dims->w;
     const int32_t full_c = filter_dims->c;
-    const int32_t out_h = output_dims->h;
-    const int32_t out_w = output_dims->w;
-    const int32_t stride_h = conv_params->stride.h;
-    const int32_t stride_w = conv_params->stride.w;
-    const int32_t dil_h = conv_params->dilation.h;
-    const int32_t dil_w = conv_params->dilation.w;
-    const int32_t pad_h = conv_params->padding.h;
-    const int32_t pad_w = conv_params->padding.w;
-    const int32_t input_offset = conv_params->input_offset;
     const int32_t taps = k_h * k_w;
+    wgrad_geom q;
     float *g_buf;
-    int32_t o, b, oy, ox, ky, kx, c, tap;
+    int32_t o, tap, rows;
 
-    if (stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1 || k_ch < 0 || channel_begin < 0 ||
-        channel_begin + k_ch > full_c || output_dims->c != out_c || k_h < 0 || k_w < 0)
+    if (conv_params->stride.h < 1 || conv_params->stride.w < 1 || conv_params->dilation.h < 1 ||
+        conv_params->dilation.w < 1 || k_ch < 0 || channel_begin < 0 || channel_begin + k_ch > full_c ||
+        output_dims->c != out_c || k_h < 0 || k_w < 0)
     {
         return ARM_CMSIS_NN_ARG_ERROR;
     }
@@ -78,59 +227,60 @@ arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
         return ARM_CMSIS_NN_ARG_ERROR;
     }
     g_buf = (float *)ctx->buf;
+    rows = ctx->size / (int32_t)(taps * k_ch * (int32_t)sizeof(float));
+    q.batches = input_dims->n;
+    q.in_h = input_dims->h;
+    q.in_w = input_dims->w;
+    q.k_ch = k_ch;
+    q.out_c = out_c;
+    q.k_w = k_w;
+    q.out_h = output_dims->h;
+    q.out_w = output_dims->w;
+    q.stride_h = conv_params->stride.h;
+    q.stride_w = conv_params->stride.w;
+    q.dil_h = conv_params->dilation.h;
+    q.dil_w = conv_params->dilation.w;
+    q.pad_h = conv_params->padding.h;
+    q.pad_w = conv_params->padding.w;
+    q.input_offset = conv_params->input_offset;
 
-    for (o = 0; o < out_c; o++)
+    for (o = 0; o < out_c;)
     {
-        memset(g_buf, 0, (size_t)taps * (size_t)k_ch * sizeof(float));
-        for (b = 0; b < batches; b++)
+        const int32_t n_o = (rows >= 4 && o + 4 <= out_c && k_ch >= 4) ? 4 : 1;
+        int32_t r;
+        if (n_o == 4)
         {
-            for (oy = 0; oy < out_h; oy++)
+            int32_t c = 0;
+            for (tap = 0; tap < taps; tap++)
             {
-                for (ox = 0; ox < out_w; ox++)
+                for (c = 0; c + 4 <= k_ch; c += 4)
                 {
-                    const float go = grad_output[((b * out_h + oy) * out_w + ox) * out_c + o];
-                    if (go == 0.0f)
-                    {
-                        continue;
-                    }
-                    for (ky = 0; ky < k_h; ky++)
-                    {
-                        const int32_t iy = oy * stride_h - pad_h + ky * dil_h;
-                        if (iy < 0 || iy >= in_h)
-                        {
-                            continue;
-                        }
-                        for (kx = 0; kx < k_w; kx++)
-                        {
-                            const int32_t ix = ox * stride_w - pad_w + kx * dil_w;
-                            const int8_t *x;
-                            float *g;
-                            if (ix < 0 || ix >= in_w)
-                            {
-                                continue;
-                            }
-                            x = input + ((b * in_h + iy) * in_w + ix) * k_ch;
-                            g = g_buf + (ky * k_w + kx) * k_ch;
-                            for (c = 0; c < k_ch; c++)
-                            {
-                                g[c] += go * (float)((int32_t)x[c] + input_offset);
-                            }
-                        }
-                    }
+                    wgrad_block4(&q, g_buf + tap * k_ch, taps * k_ch, input, grad_output, o, c, tap / k_w, tap % k_w);
                 }
             }
+            for (r = 0; r < 4 && c < k_ch; r++) /* channel tail */
+            {
+                wgrad_row(&q, g_buf + r * taps * k_ch, c, taps, input, grad_output, o + r);
+            }
         }
-        for (tap = 0; tap < taps; tap++) /* (i, j) row-major */
+        else
         {
-            const int32_t state_idx = (o * taps + tap) * k_ch;
-            pockmcu_update_s8(filter + (o * taps + tap) * full_c + channel_begin,
-                              g_buf + tap * k_ch,
-                              k_ch,
-                              coef[o],
-                              accum != NULL ? accum + state_idx : NULL,
-                              velocity != NULL ? velocity + state_idx : NULL,
-                              opt,
-                              rng);
+            wgrad_row(&q, g_buf, 0, taps, input, grad_output, o);
+        }
+        for (r = 0; r < n_o; r++, o++)
+        {
+            for (tap = 0; tap < taps; tap++) /* (i, j) row-major */
+            {
+                const int32_t state_idx = (o * taps + tap) * k_ch;
+                pockmcu_update_s8(filter + (o * taps + tap) * full_c + channel_begin,
+                                  g_buf + (r * taps + tap) * k_ch,
+                                  k_ch,
+                                  coef[o],
+                                  accum != NULL ? accum + state_idx : NULL,
+                                  velocity != NULL ? velocity + state_idx : NULL,
+                                  opt,
+                                  rng);
+            }
         }
     }
     return ARM_CMSIS_NN_SUCCESS;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "pockmcu_nn.h"
+#include "pockmcu_train_fast.h"
 
 /* Copy channels [c0, c0 + len) of ring row `row` to input row `row` of the gradient. */
 static void store_row(float *gi_b,
@@ -37,6 +38,122 @@ static void store_row(float *gi_b,
     for (ix = 0; ix < in_w; ix++)
     {
         memcpy(dst + ix * in_c, src + ix * len, (size_t)len * sizeof(float));
+    }
+}
+
+/* Taps up to which the channel-multiplier-1 path converts the filter of 4 channels once (on the stack). */
+#define POCKMCU_DW_FAST_TAPS 49
+
+/* ch_mult 1, at most POCKMCU_DW_FAST_TAPS taps: 4 channels at a time (the ring holds 4 channels), each
+ * element's sum gathered in a register over its taps in the order above (output rows, then columns,
+ * ascending) from +0 and stored once: the same terms (grad_output * filter_scale) * filter in the same
+ * order as the scatter, so the same bits. The filter of the 4 channels is converted to float once. */
+static void rows_mult1(const float *go_b,
+                       float *gi_b,
+                       float *ring,
+                       int32_t rows,
+                       int32_t lag,
+                       const int8_t *filter,
+                       const float *filter_scale,
+                       int32_t c0,
+                       int32_t len,
+                       int32_t in_h,
+                       int32_t in_w,
+                       int32_t in_c,
+                       int32_t out_h,
+                       int32_t out_w,
+                       int32_t k_h,
+                       int32_t k_w,
+                       int32_t dil_h,
+                       int32_t dil_w,
+                       int32_t pad_h,
+                       int32_t pad_w)
+{
+    float wf[POCKMCU_DW_FAST_TAPS * 4];
+    float fs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    int32_t written = 0;
+    int32_t iy, ix, ky, kx, j;
+
+    for (ky = 0; ky < k_h * k_w; ky++)
+    {
+        for (j = 0; j < 4; j++)
+        {
+            wf[ky * 4 + j] = j < len ? (float)filter[ky * in_c + c0 + j] : 0.0f;
+        }
+    }
+    for (j = 0; j < len; j++)
+    {
+        fs[j] = filter_scale[c0 + j];
+    }
+    for (iy = 0; iy < in_h; iy++)
+    {
+        float *gi = ring + (iy % rows) * in_w * len;
+        int32_t last;
+        for (ix = 0; ix < in_w; ix++)
+        {
+            float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+            for (ky = k_h - 1; ky >= 0; ky--) /* output rows ascending */
+            {
+                const int32_t oy = iy + pad_h - ky * dil_h;
+                if (oy < 0 || oy >= out_h)
+                {
+                    continue;
+                }
+                for (kx = k_w - 1; kx >= 0; kx--) /* output columns ascending */
+                {
+                    const int32_t ox = ix + pad_w - kx * dil_w;
+                    const float *g;
+                    const float *w;
+                    if (ox < 0 || ox >= out_w)
+                    {
+                        continue;
+                    }
+                    g = go_b + (oy * out_w + ox) * in_c + c0;
+                    w = wf + (ky * k_w + kx) * 4;
+                    if (len == 4)
+                    {
+                        a0 = pockmcu_mla_f32(a0, g[0] * fs[0], w[0]);
+                        a1 = pockmcu_mla_f32(a1, g[1] * fs[1], w[1]);
+                        a2 = pockmcu_mla_f32(a2, g[2] * fs[2], w[2]);
+                        a3 = pockmcu_mla_f32(a3, g[3] * fs[3], w[3]);
+                    }
+                    else
+                    {
+                        a0 = pockmcu_mla_f32(a0, g[0] * fs[0], w[0]);
+                        if (len > 1)
+                        {
+                            a1 = pockmcu_mla_f32(a1, g[1] * fs[1], w[1]);
+                        }
+                        if (len > 2)
+                        {
+                            a2 = pockmcu_mla_f32(a2, g[2] * fs[2], w[2]);
+                        }
+                    }
+                }
+            }
+            gi[ix * len] = a0;
+            if (len > 1)
+            {
+                gi[ix * len + 1] = a1;
+            }
+            if (len > 2)
+            {
+                gi[ix * len + 2] = a2;
+            }
+            if (len > 3)
+            {
+                gi[ix * len + 3] = a3;
+            }
+        }
+        last = iy + lag < iy ? iy + lag : iy;
+        for (; written <= last && written < in_h; written++)
+        {
+            store_row(gi_b, ring, written, rows, in_w, in_c, c0, len);
+        }
+    }
+    for (; written < in_h; written++)
+    {
+        store_row(gi_b, ring, written, rows, in_w, in_c, c0, len);
     }
 }
 
@@ -82,6 +199,33 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_co
     {
         const float *go_b = grad_output + (int32_t)b * out_h * out_w * out_c;
         float *gi_b = grad_input + (int32_t)b * in_h * in_w * in_c;
+        if (ch_mult == 1 && k_h * k_w <= POCKMCU_DW_FAST_TAPS)
+        {
+            for (c0 = 0; c0 < in_c; c0 += 4)
+            {
+                rows_mult1(go_b,
+                           gi_b,
+                           ring,
+                           rows,
+                           lag,
+                           filter,
+                           filter_scale,
+                           c0,
+                           in_c - c0 < 4 ? in_c - c0 : 4,
+                           in_h,
+                           in_w,
+                           in_c,
+                           out_h,
+                           out_w,
+                           k_h,
+                           k_w,
+                           dil_h,
+                           dil_w,
+                           pad_h,
+                           pad_w);
+            }
+            continue;
+        }
         for (c0 = 0; c0 < in_c; c0 += block)
         {
             const int32_t len = in_c - c0 < block ? in_c - c0 : block;

@@ -109,7 +109,9 @@ void pockmcu_update_s32(int32_t *q,
  * ever stored. Only the k saved input channels [channel_begin, channel_begin + k) are trained.
  *
  * @param[in]      ctx            ctx->buf: pockmcu_conv_wgrad_update_s8_get_buffer_size() bytes, float aligned
- *                                (KH * KW * k floats); ctx->size is checked. Not read when k or KH * KW is 0.
+ *                                (min(4, C_OUT) rows of KH * KW * k floats; at least one row, and the kernel
+ *                                works on as many output channels at a time as rows fit, up to 4, with the same
+ *                                result); ctx->size is checked. Not read when k or KH * KW is 0.
  * @param[in]      conv_params    The forward's input_offset (-input zero point), stride, padding and dilation;
  *                                output_offset and activation are not read.
  * @param[in]      input_dims     Saved input shape [N, H, W, k] (H, W of the forward's input).
@@ -145,7 +147,8 @@ arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
                                                  uint32_t *rng);
 
 /**
- * @brief Scratch size of pockmcu_conv_wgrad_update_s8: one output channel's gradient, KH * KW * k floats.
+ * @brief Scratch size of pockmcu_conv_wgrad_update_s8: min(4, C_OUT) output channels' gradients, KH * KW * k
+ * floats each.
  *
  * @param[in]      input_dims     Saved input shape; c = k.
  * @param[in]      filter_dims    Filter shape; h, w = KH, KW.

@@ -13,6 +13,7 @@
  */
 #include "pockmcu_nn.h"
 #include "pockmcu_nn_support_common.h"
+#include "pockmcu_train_fast.h"
 
 void pockmcu_update_s32(int32_t *q,
                         const float *grad,
@@ -27,6 +28,7 @@ void pockmcu_update_s32(int32_t *q,
     const float momentum = opt->momentum;
     const float batch = (float)(opt->batch >= 1 ? opt->batch : 1);
     const int32_t apply = opt->apply;
+    uint32_t state = *rng;
     int32_t k;
 
     for (k = 0; k < n; k++)
@@ -48,8 +50,9 @@ void pockmcu_update_s32(int32_t *q,
             velocity[k] = momentum * velocity[k] + g;
             g = velocity[k];
         }
-        v = (int64_t)q[k] + (int64_t)pockmcu_stochastic_round(neg_lr * g, rng);
+        v = (int64_t)q[k] + (int64_t)pockmcu_sround(neg_lr * g, &state);
         q[k] = v > (int64_t)POCKMCU_INT32_MAX ? POCKMCU_INT32_MAX
                                               : (v < (int64_t)POCKMCU_INT32_MIN ? POCKMCU_INT32_MIN : (int32_t)v);
     }
+    *rng = state;
 }

@@ -12,6 +12,7 @@
  * taken as 1.
  */
 #include "pockmcu_nn.h"
+#include "pockmcu_train_fast.h"
 
 void pockmcu_update_s8(int8_t *q,
                        const float *grad,
@@ -26,8 +27,19 @@ void pockmcu_update_s8(int8_t *q,
     const float momentum = opt->momentum;
     const float batch = (float)(opt->batch >= 1 ? opt->batch : 1);
     const int32_t apply = opt->apply;
+    uint32_t state = *rng;
     int32_t k;
 
+    if (accum == NULL && velocity == NULL) /* plain SGD, the common case: no state to read */
+    {
+        for (k = 0; k < n; k++)
+        {
+            const int32_t v = (int32_t)q[k] + pockmcu_sround(neg_lr * (grad[k] * coef), &state);
+            q[k] = (int8_t)(v > 127 ? 127 : (v < -127 ? -127 : v));
+        }
+        *rng = state;
+        return;
+    }
     for (k = 0; k < n; k++)
     {
         float g = grad[k] * coef;
@@ -47,7 +59,8 @@ void pockmcu_update_s8(int8_t *q,
             velocity[k] = momentum * velocity[k] + g;
             g = velocity[k];
         }
-        v = (int32_t)q[k] + pockmcu_stochastic_round(neg_lr * g, rng);
+        v = (int32_t)q[k] + pockmcu_sround(neg_lr * g, &state);
         q[k] = (int8_t)(v > 127 ? 127 : (v < -127 ? -127 : v));
     }
+    *rng = state;
 }

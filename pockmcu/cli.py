@@ -28,6 +28,7 @@ from .search import Searcher, format_table, load_calib, render_plan_html, search
 from .sim import load
 from .targets import get_target
 from .train import HostTrainer, load_data, train_on_target, training_plan, write_params
+from .train_bench import bench_train, format_train_bench
 from .training.fusions import Fusions
 
 
@@ -164,6 +165,13 @@ def cmd_run(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.train:
+        r = bench_train(args.model, args.target, spec=args.update, loss=args.loss, ram=args.ram, kernels=args.kernels,
+                        steps=args.steps, reorder=not args.no_reorder)
+        print(json.dumps(r, indent=1) if args.json else format_train_bench(r))
+        return 0
+    if args.update or args.loss or args.no_reorder:
+        raise PockError("--update, --loss and --no-reorder go with --train")
     result = bench_model(args.model, args.target, ram=args.ram, kernels=args.kernels)
     print(json.dumps(result, indent=1) if args.json else format_bench(result))
     return 0
@@ -288,6 +296,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--ram", default="4MB", help="RAM budget for the benchmark build (default 4MB)")
     b.add_argument("--kernels", choices=KERNELS, default="auto", help="as for gen (default auto)")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    b.add_argument("--train", action="store_true",
+                   help="measure training steps instead: instructions per step (median), split into forward, loss, "
+                        "backward and updates, and per op (JSON key instructions_per_step)")
+    b.add_argument("--update", metavar="SPEC", help="with --train: the update spec, as for gen (default: the update "
+                   "gen would choose under --ram)")
+    b.add_argument("--loss", choices=["xent", "mse"], help="with --train: xent (default) or mse")
+    b.add_argument("--no-reorder", action="store_true", help="with --train: every update after the backward pass")
+    b.add_argument("--steps", type=int, default=3, help="with --train: training steps measured (default 3)")
     b.set_defaults(func=cmd_bench)
 
     pl = sub.add_parser("plan", help="the best sparse update for each of several RAM budgets",

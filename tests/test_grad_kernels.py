@@ -287,7 +287,7 @@ class TK:
         w = np.ascontiguousarray(w, dtype=np.int8).copy()
         in_d, f_d = self.dims(n, *g.in_hw, k), self.dims(co, kh, kw, cin)
         need = self.lib.pockmcu_conv_wgrad_update_s8_get_buffer_size(in_d, f_d)
-        assert need == kh * kw * k * 4
+        assert need == min(4, co) * kh * kw * k * 4  # up to 4 output channels at a time
         ctx, _keep = self.ctx(need if buf_bytes is None else buf_bytes)
         st = self.ffi.new("uint32_t *", state)
         status = self.lib.pockmcu_conv_wgrad_update_s8(
@@ -1629,6 +1629,377 @@ if pytest is not None:
             res = subprocess.run(["g++", "-Wall", "-Wextra", "-Werror", f"-I{KERNELS}", "-fsyntax-only",
                                   str(srcpp)], capture_output=True, text=True)
             assert res.returncode == 0, res.stderr
+
+
+# --------------------------------------------------------------------------
+# trainbench (issue 14): the fast paths of the training kernels (register-blocked 1x1 input gradient,
+# conv_1x1_grad_from_mean, depthwise rows for ch_mult 1, 4-output-channel weight gradient, the update
+# rule with the RNG in a register) against the loops they replace, and host = QEMU on every core
+# --------------------------------------------------------------------------
+
+FAST_WORKLOAD_C = r"""/* Fast training-kernel paths against the loops they replace, on one deterministic workload. */
+#include <string.h>
+
+#include "pockmcu_layer_loops.h"
+#include "pockmcu_nn.h"
+
+static uint32_t rs = 12345u;
+static uint32_t rnd(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 17;
+    rs ^= rs << 5;
+    return rs;
+}
+static float rndf(void) { return (float)(int32_t)(rnd() >> 9) * 0x1p-22f - 1.0f; }
+static void fill_s8(int8_t *p, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+    {
+        p[i] = (int8_t)((int32_t)(rnd() % 255u) - 127);
+    }
+}
+static void fill_go(float *p, int32_t n, uint32_t zero_pct)
+{
+    for (int32_t i = 0; i < n; i++)
+    {
+        p[i] = rnd() % 100u < zero_pct ? 0.0f : rndf();
+    }
+}
+static void fill_scale(float *p, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+    {
+        p[i] = 0.001f + 0.05f * (rndf() + 1.0f);
+    }
+}
+
+static uint8_t *out_p;
+static int32_t out_n, out_cap, ok = 1;
+static uint32_t zero_pct = 30; /* share of zero gradients (ReLU-masked) */
+static void emit(const void *p, int32_t n)
+{
+    if (out_n + n <= out_cap)
+    {
+        memcpy(out_p + out_n, p, (size_t)n);
+    }
+    out_n += n;
+}
+static void check(int cond) { ok = ok && cond; }
+
+static int8_t w8[8192], w8b[8192], head[8192], xin[8192];
+static float go[8192], gi[8192], gref[8192], scale[512], buf[8192], buf2[8192], coefs[512];
+static uint8_t maskb[2048];
+
+static void conv1x1_case(int32_t n, int32_t ih, int32_t iw, int32_t cin, int32_t cout, int32_t s, int32_t pad,
+                         int32_t head_c)
+{
+    cmsis_nn_conv_params cp;
+    cmsis_nn_dims in_d = {n, ih, iw, cin}, f_d = {cout, 1, 1, cin}, o_d;
+    memset(&cp, 0, sizeof cp);
+    cp.stride.h = cp.stride.w = s;
+    cp.dilation.h = cp.dilation.w = 1;
+    cp.padding.h = cp.padding.w = pad;
+    o_d.n = n;
+    o_d.h = (ih + 2 * pad - 1) / s + 1;
+    o_d.w = (iw + 2 * pad - 1) / s + 1;
+    o_d.c = cout;
+    fill_s8(w8, cout * cin);
+    fill_s8(head, cout * cin);
+    fill_scale(scale, cout);
+    fill_go(go, n * o_d.h * o_d.w * cout, zero_pct);
+    memcpy(w8b, w8, (size_t)(cout * cin));
+    for (int32_t o = 0; o < cout && head_c > 0; o++) /* the merged filter of the split form */
+    {
+        memcpy(w8b + o * cin, head + o * head_c, (size_t)head_c);
+    }
+    if (head_c > 0)
+    {
+        check(pockmcu_conv_grad_input_split_f32(&cp, &in_d, &f_d, w8, head, head_c, scale, &o_d, go, gi) == 0);
+    }
+    else
+    {
+        check(pockmcu_conv_grad_input_f32(&cp, &in_d, &f_d, w8, scale, &o_d, go, gi) == 0);
+    }
+    check(pockmcu_conv_grad_input_f32_loops(&cp, &in_d, &f_d, w8b, NULL, 0, scale, &o_d, go, gref) == 0);
+    check(memcmp(gi, gref, (size_t)(n * ih * iw * cin) * sizeof(float)) == 0);
+    emit(gi, n * ih * iw * cin * (int32_t)sizeof(float));
+}
+
+static void from_mean_case(int32_t n, int32_t h, int32_t w, int32_t cout, int32_t cin)
+{
+    cmsis_nn_dims o_d = {n, h, w, cout}, f_d = {cout, 1, 1, cin}, in_d = {n, h, w, cin}, m_d = {n, h, w, cout};
+    cmsis_nn_conv_params cp;
+    pockmcu_optimizer opt = {0.01f, 0.0f, 1, 1};
+    int32_t bias[512], bias2[512];
+    uint32_t r1 = 7u, r2 = 7u;
+    const int32_t total = n * h * w * cout;
+    memset(&cp, 0, sizeof cp);
+    cp.stride.h = cp.stride.w = 1;
+    cp.dilation.h = cp.dilation.w = 1;
+    fill_s8(w8, cout * cin);
+    fill_scale(scale, cout);
+    fill_scale(coefs, cout);
+    fill_go(buf, n * cout, 10);
+    for (int32_t i = 0; i < (total + 7) / 8; i++)
+    {
+        maskb[i] = (uint8_t)rnd();
+    }
+    for (int32_t i = 0; i < cout; i++)
+    {
+        bias[i] = bias2[i] = (int32_t)(rnd() % 2001u) - 1000;
+    }
+    check(pockmcu_conv_1x1_grad_from_mean_f32(&o_d, buf, maskb, &f_d, w8, scale, bias, coefs, NULL, NULL, &opt, &r1,
+                                              gi) == 0);
+    /* unfused: the mean's gradient, the mask, the bias update, the 1x1 input gradient */
+    (void)m_d;
+    for (int32_t b = 0; b < n; b++)
+    {
+        for (int32_t p = 0; p < h * w; p++)
+        {
+            for (int32_t o = 0; o < cout; o++)
+            {
+                buf2[(b * h * w + p) * cout + o] = buf[b * cout + o] / (float)(h * w);
+            }
+        }
+    }
+    pockmcu_mask_apply_f32(buf2, maskb, total);
+    pockmcu_bias_update_s32(bias2, buf2, n * h * w, cout, coefs, NULL, NULL, &opt, &r2);
+    check(pockmcu_conv_grad_input_f32_loops(&cp, &in_d, &f_d, w8, NULL, 0, scale, &o_d, buf2, gref) == 0);
+    check(memcmp(gi, gref, (size_t)(n * h * w * cin) * sizeof(float)) == 0);
+    check(memcmp(bias, bias2, (size_t)cout * sizeof(int32_t)) == 0 && r1 == r2);
+    emit(gi, n * h * w * cin * (int32_t)sizeof(float));
+    emit(bias, cout * (int32_t)sizeof(int32_t));
+}
+
+static void dw_rows_case(int32_t ih, int32_t iw, int32_t c, int32_t k, int32_t dil, int32_t pad, int in_place)
+{
+    cmsis_nn_dw_conv_params dp;
+    cmsis_nn_dims in_d = {1, ih, iw, c}, f_d = {1, k, k, c}, o_d;
+    cmsis_nn_context ctx;
+    memset(&dp, 0, sizeof dp);
+    dp.ch_mult = 1;
+    dp.stride.h = dp.stride.w = 1;
+    dp.dilation.h = dp.dilation.w = dil;
+    dp.padding.h = dp.padding.w = pad;
+    o_d.n = 1;
+    o_d.h = ih + 2 * pad - (k - 1) * dil;
+    o_d.w = iw + 2 * pad - (k - 1) * dil;
+    o_d.c = c;
+    fill_s8(w8, k * k * c);
+    fill_scale(scale, c);
+    fill_go(go, o_d.h * o_d.w * c, 30);
+    check(pockmcu_depthwise_conv_grad_input_f32(&dp, &in_d, &f_d, w8, scale, &o_d, go, gref) == 0);
+    ctx.buf = buf2;
+    ctx.size = pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size(&dp, &in_d, &f_d);
+    check(ctx.size <= (int32_t)sizeof buf2);
+    if (in_place)
+    {
+        memcpy(gi, go, (size_t)(o_d.h * o_d.w * c) * sizeof(float));
+        check(pockmcu_depthwise_conv_grad_input_rows_f32(&ctx, &dp, &in_d, &f_d, w8, scale, &o_d, gi, gi) == 0);
+    }
+    else
+    {
+        check(pockmcu_depthwise_conv_grad_input_rows_f32(&ctx, &dp, &in_d, &f_d, w8, scale, &o_d, go, gi) == 0);
+    }
+    check(memcmp(gi, gref, (size_t)(ih * iw * c) * sizeof(float)) == 0);
+    emit(gi, ih * iw * c * (int32_t)sizeof(float));
+}
+
+static void wgrad_case(int32_t n, int32_t ih, int32_t iw, int32_t k_ch, int32_t cin, int32_t cb, int32_t cout,
+                       int32_t k, int32_t s, int32_t pad, int momentum)
+{
+    cmsis_nn_conv_params cp;
+    cmsis_nn_dims in_d = {n, ih, iw, k_ch}, f_d = {cout, k, k, cin}, o_d;
+    cmsis_nn_context c4, c1;
+    pockmcu_optimizer opt = {0.5f, momentum ? 0.9f : 0.0f, 1, 1};
+    uint32_t r1 = 99u, r2 = 99u;
+    static float vel1[8192], vel2[8192];
+    const int32_t nw = cout * k * k * k_ch;
+    memset(&cp, 0, sizeof cp);
+    cp.stride.h = cp.stride.w = s;
+    cp.dilation.h = cp.dilation.w = 1;
+    cp.padding.h = cp.padding.w = pad;
+    cp.input_offset = (int32_t)(rnd() % 256u) - 128;
+    o_d.n = n;
+    o_d.h = (ih + 2 * pad - k) / s + 1;
+    o_d.w = (iw + 2 * pad - k) / s + 1;
+    o_d.c = cout;
+    fill_s8(xin, n * ih * iw * k_ch);
+    fill_s8(w8, cout * k * k * cin);
+    memcpy(w8b, w8, (size_t)(cout * k * k * cin));
+    fill_go(go, n * o_d.h * o_d.w * cout, zero_pct);
+    fill_scale(coefs, cout);
+    for (int32_t i = 0; i < nw; i++)
+    {
+        vel1[i] = vel2[i] = rndf();
+    }
+    c4.buf = buf;
+    c4.size = pockmcu_conv_wgrad_update_s8_get_buffer_size(&in_d, &f_d);
+    c1.buf = buf2;
+    c1.size = k * k * k_ch * (int32_t)sizeof(float); /* one row: the channel-at-a-time loops */
+    check(c4.size <= (int32_t)sizeof buf);
+    check(pockmcu_conv_wgrad_update_s8(&c4, &cp, &in_d, xin, &f_d, w8, cb, &o_d, go, coefs, NULL,
+                                       momentum ? vel1 : NULL, &opt, &r1) == 0);
+    check(pockmcu_conv_wgrad_update_s8(&c1, &cp, &in_d, xin, &f_d, w8b, cb, &o_d, go, coefs, NULL,
+                                       momentum ? vel2 : NULL, &opt, &r2) == 0);
+    check(memcmp(w8, w8b, (size_t)(cout * k * k * cin)) == 0 && r1 == r2);
+    check(!momentum || memcmp(vel1, vel2, (size_t)nw * sizeof(float)) == 0);
+    emit(w8, cout * k * k * cin);
+    emit(&r1, 4);
+}
+
+/* the update rule on values hitting every branch of the rounding (huge, NaN, tiny) */
+static void update_case(void)
+{
+    float g[64];
+    int8_t q[64];
+    int32_t q32[64];
+    pockmcu_optimizer opt = {1.0f, 0.0f, 1, 1};
+    uint32_t r1 = 5u, r2 = 5u;
+    for (int32_t i = 0; i < 64; i++)
+    {
+        g[i] = rndf() * (i % 5 == 0 ? 3e9f : (i % 7 == 0 ? 1e-6f : 40.0f));
+        q[i] = (int8_t)((int32_t)(rnd() % 255u) - 127);
+        q32[i] = (int32_t)rnd();
+        coefs[i] = 1.0f;
+    }
+    g[3] = 0.0f / 0.0f;
+    memcpy(w8b, q, 64);
+    pockmcu_update_s8(q, g, 64, 1.5f, NULL, NULL, &opt, &r1);
+    for (int32_t i = 0; i < 64; i++) /* the rule spelled out with the out-of-line rounding */
+    {
+        int32_t v = (int32_t)w8b[i] + pockmcu_stochastic_round(-opt.lr * (g[i] * 1.5f), &r2);
+        w8b[i] = (int8_t)(v > 127 ? 127 : (v < -127 ? -127 : v));
+    }
+    check(memcmp(q, w8b, 64) == 0 && r1 == r2);
+    pockmcu_update_s32(q32, g, 64, coefs, NULL, NULL, &opt, &r1);
+    emit(q, 64);
+    emit(q32, 256);
+}
+
+int pockmcu_fast_workload(uint8_t *dst, int32_t cap)
+{
+    out_p = dst;
+    out_cap = cap;
+    out_n = 4;
+    ok = 1;
+    conv1x1_case(1, 5, 5, 13, 7, 1, 0, 0);
+    conv1x1_case(2, 4, 3, 8, 9, 1, 0, 0);
+    conv1x1_case(1, 7, 6, 10, 5, 2, 0, 0);
+    conv1x1_case(1, 5, 5, 6, 11, 2, 1, 0);
+    conv1x1_case(1, 5, 5, 13, 7, 1, 0, 5);
+    conv1x1_case(1, 4, 4, 16, 20, 1, 0, 8);
+    from_mean_case(1, 4, 4, 40, 12);
+    from_mean_case(2, 3, 3, 37, 10);
+    from_mean_case(1, 1, 5, 70, 3);
+    dw_rows_case(7, 6, 10, 3, 1, 1, 0);
+    dw_rows_case(7, 6, 10, 3, 1, 1, 1);
+    dw_rows_case(9, 8, 7, 5, 2, 2, 0);
+    dw_rows_case(6, 5, 4, 3, 1, 0, 0);
+    wgrad_case(1, 6, 5, 7, 9, 2, 9, 1, 1, 0, 0);
+    wgrad_case(2, 7, 7, 8, 8, 0, 8, 3, 2, 1, 1);
+    wgrad_case(1, 5, 5, 4, 4, 0, 6, 3, 1, 1, 0);
+    zero_pct = 95; /* mostly zero gradients: the skipped chunks and positions */
+    conv1x1_case(1, 4, 4, 12, 150, 1, 0, 0);
+    conv1x1_case(1, 4, 4, 12, 70, 1, 0, 5);
+    wgrad_case(1, 6, 5, 7, 9, 2, 9, 1, 1, 0, 0);
+    zero_pct = 100;
+    conv1x1_case(1, 4, 4, 8, 70, 1, 0, 0);
+    wgrad_case(1, 5, 5, 4, 4, 0, 6, 3, 1, 1, 0);
+    zero_pct = 30;
+    update_case();
+    memcpy(dst, &ok, 4);
+    return out_n;
+}
+"""
+
+FAST_KERNELS = ["pockmcu_conv_grad_input_f32.c", "pockmcu_conv_grad_input_split_f32.c",
+                "pockmcu_conv_1x1_grad_from_mean_f32.c", "pockmcu_mask_apply_f32.c", "pockmcu_bias_update_s32.c",
+                "pockmcu_depthwise_conv_grad_input_f32.c", "pockmcu_depthwise_conv_grad_input_rows_f32.c",
+                "pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size.c", "pockmcu_conv_wgrad_update_s8.c",
+                "pockmcu_conv_wgrad_update_s8_get_buffer_size.c", "pockmcu_update_s8.c", "pockmcu_update_s32.c",
+                "pockmcu_stochastic_round.c", "pockmcu_xorshift32.c"]
+
+FAST_MAIN_C = r"""
+#include <stdint.h>
+#include "semihost.h"
+int pockmcu_fast_workload(uint8_t *dst, int32_t cap);
+static uint8_t out[65536];
+int main(void)
+{
+    int32_t n = pockmcu_fast_workload(out, (int32_t)sizeof out);
+    int fd = sh_open("out.bin", SH_MODE_WB);
+    if (fd < 0 || n > (int32_t)sizeof out || sh_write(fd, out, (uint32_t)n) != 0)
+    {
+        return 2;
+    }
+    sh_close(fd);
+    return 0;
+}
+"""
+
+
+def fast_workload_host(tmp: Path) -> bytes:
+    """The workload's bytes on the host (the kernels built as the generated projects build them)."""
+    import cffi
+
+    (tmp / "fast_workload.c").write_text(FAST_WORKLOAD_C)
+    so = build_kernel_lib(tmp / "libfast.so", [KERNELS / f for f in FAST_KERNELS] + [tmp / "fast_workload.c"])
+    ffi = cffi.FFI()
+    ffi.cdef("int pockmcu_fast_workload(uint8_t *dst, int32_t cap);")
+    lib = ffi.dlopen(str(so))
+    buf = ffi.new("uint8_t[65536]")
+    n = lib.pockmcu_fast_workload(buf, 65536)
+    assert 4 < n <= 65536
+    return bytes(ffi.buffer(buf, n))
+
+
+if pytest is not None:
+    @pytest.fixture(scope="module")
+    def fast_host(tmp_path_factory):
+        return fast_workload_host(tmp_path_factory.mktemp("fast"))
+
+    def test_fast_paths_equal_the_loops_they_replace(fast_host):
+        """Every fast path gives the bits of the loops it replaces (flag computed in C by memcmp on
+        1x1 input gradients with strides, padding, split filters and pixel / channel tails, the fused
+        mean backward with unaligned mask bits, the depthwise rows in and out of place, the weight
+        gradient with 4 rows against 1 row of scratch, momentum included, and the update rule)."""
+        assert fast_host[:4] == (1).to_bytes(4, "little"), "a fast path differs from the loops it replaces"
+
+    def test_fast_paths_sanitized(tmp_path, fast_host):
+        """The workload as an ASan + UBSan executable: no report, the same bytes."""
+        from conftest import KERNEL_CFLAGS, SANITIZE_CFLAGS
+
+        (tmp_path / "fast_workload.c").write_text(FAST_WORKLOAD_C)
+        (tmp_path / "main.c").write_text(
+            "#include <stdint.h>\n#include <stdio.h>\nint pockmcu_fast_workload(uint8_t *dst, int32_t cap);\n"
+            "static uint8_t out[65536];\nint main(int argc, char **argv)\n{\n    FILE *f;\n    int32_t n;\n"
+            "    (void)argc;\n    n = pockmcu_fast_workload(out, (int32_t)sizeof out);\n"
+            "    f = fopen(argv[1], \"wb\");\n    fwrite(out, 1, (size_t)n, f);\n    return fclose(f);\n}\n")
+        exe = tmp_path / "fast_san"
+        cmd = ["gcc", *KERNEL_CFLAGS, *SANITIZE_CFLAGS, f"-I{KERNELS}", *[str(KERNELS / f) for f in FAST_KERNELS],
+               str(tmp_path / "fast_workload.c"), str(tmp_path / "main.c"), "-o", str(exe)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        assert res.returncode == 0 and res.stderr == "", res.stderr
+        res = subprocess.run([str(exe), str(tmp_path / "out.bin")], capture_output=True, text=True,
+                             env={"UBSAN_OPTIONS": "halt_on_error=1", "ASAN_OPTIONS": "detect_leaks=0"})
+        assert res.returncode == 0 and "runtime error" not in res.stderr, res.stderr[-3000:]
+        assert (tmp_path / "out.bin").read_bytes() == fast_host
+
+    @pytest.mark.qemu
+    @pytest.mark.parametrize("target", ["qemu-m3", "qemu-m4", "qemu-m7", "qemu-m33", "qemu-m55"])
+    def test_fast_paths_host_equals_qemu(tmp_path, target, fast_host):
+        """The same workload in QEMU on every core (VMLA on the FPU cores, soft float on M3) gives the
+        host's bytes."""
+        from tests.qemu_c import build_program, run_program
+
+        (tmp_path / "src").mkdir()
+        wl = tmp_path / "src" / "fast_workload.c"
+        wl.write_text(FAST_WORKLOAD_C)
+        elf = build_program(tmp_path, target, FAST_MAIN_C + "\n#include \"" + str(wl) + "\"\n", FAST_KERNELS)
+        out = run_program(elf, target, {}, ["out.bin"])["out.bin"]
+        assert out == fast_host, f"{target}: {sum(a != b for a, b in zip(out, fast_host))} bytes differ"
 
 
 # --------------------------------------------------------------------------

@@ -449,8 +449,10 @@ class Conv2DWgradUpdate(_GradOp):
         return []
 
     def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
+        """pockmcu_conv_wgrad_update_s8_get_buffer_size: the gradient rows of min(4, O) output channels
+        (the kernel works on 4 at a time), KH x KW x k floats each."""
         w = g.t(op.options.weights)
-        return 4 * w.shape[1] * w.shape[2] * op.options.channels
+        return 4 * min(4, w.shape[0]) * w.shape[1] * w.shape[2] * op.options.channels
 
     def filter_dims(self, op: Op, cg) -> Local:
         """A split-stored filter (codegen.CodeGen.head) is updated in its RAM rows of k: filter dims

@@ -1,0 +1,334 @@
+/*
+ * pockmcu_train_fast.h - inline helpers of the training kernels (not part of the public API).
+ *
+ * Every helper performs exactly the float32 operations its portable form spells out, in the same
+ * order, so the host (compiled with -ffp-contract=off) and every Cortex-M give the same bits:
+ *
+ * - pockmcu_mla_f32(acc, a, b) = acc + a * b with the product rounded before the addition (two
+ *   roundings, never a fused multiply-add). On a core with a single-precision FPU it is one VMLA.F32,
+ *   the Arm "chained" multiply-accumulate, which the Arm ARM defines as FPMul then FPAdd, each
+ *   rounded (gcc never emits it under -ffp-contract=off, hence the inline assembly); elsewhere (the
+ *   host, M3) the C expression, which -ffp-contract=off compiles to a multiply and an add.
+ * - pockmcu_sround(x, &state): pockmcu_stochastic_round (pockmcu_stochastic_round.c) with the
+ *   xorshift32 state in a local variable, for loops that draw once per element.
+ */
+#ifndef POCKMCU_TRAIN_FAST_H
+#define POCKMCU_TRAIN_FAST_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "pockmcu_nn.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+    #define POCKMCU_FAST_INLINE static inline __attribute__((always_inline))
+#else
+    #define POCKMCU_FAST_INLINE static inline
+#endif
+
+#if defined(__arm__) && defined(__ARM_FP) && ((__ARM_FP & 4) != 0) && defined(__GNUC__)
+    #define POCKMCU_VMLA_F32 1
+#else
+    #define POCKMCU_VMLA_F32 0
+#endif
+
+/* acc + a * b, rounded after the multiply and after the add (see the file comment). */
+POCKMCU_FAST_INLINE float pockmcu_mla_f32(float acc, float a, float b)
+{
+#if POCKMCU_VMLA_F32
+    __asm__("vmla.f32 %0, %1, %2" : "+t"(acc) : "t"(a), "t"(b));
+    return acc;
+#else
+    return acc + a * b;
+#endif
+}
+
+/* pockmcu_xorshift32 on a local state. */
+POCKMCU_FAST_INLINE uint32_t pockmcu_xorshift32_step(uint32_t x)
+{
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return x;
+}
+
+/* pockmcu_stochastic_round(x, state): floor(clamp(x) + u), u = (xorshift32 >> 8) * 2^-24. The same
+ * value by cheaper tests: |x| <= 2^30 (the common case) is one integer compare of the bits (a NaN's
+ * are larger), and floor is VRINTM where the core has it (FPv5: M7, M33, M55), else the truncation
+ * corrected by one; both give floor(t) exactly for |t| <= 2^30 + 1. */
+POCKMCU_FAST_INLINE int32_t pockmcu_sround(float x, uint32_t *state)
+{
+    const uint32_t r = pockmcu_xorshift32_step(*state);
+    const float u = (float)(int32_t)(r >> 8) * 0x1p-24f;
+    uint32_t bits;
+    float t;
+    int32_t i;
+
+    *state = r;
+    memcpy(&bits, &x, sizeof bits);
+    if ((bits & 0x7FFFFFFFu) > 0x4E800000u) /* |x| > 2^30, or NaN */
+    {
+        if (x > 1073741824.0f)
+        {
+            x = 1073741824.0f;
+        }
+        else if (x < -1073741824.0f)
+        {
+            x = -1073741824.0f;
+        }
+        else
+        {
+            x = 0.0f;
+        }
+    }
+    t = x + u;
+#if defined(__arm__) && defined(__GNUC__) && defined(__ARM_FP) && (__ARM_ARCH >= 8 || (__ARM_FP & 8) != 0)
+    i = (int32_t)__builtin_floorf(t);
+#else
+    i = (int32_t)t;
+    if ((float)i > t)
+    {
+        i--;
+    }
+#endif
+    return i;
+}
+
+/* ---------------------------------------------------------------- 1x1 convolution input gradient */
+
+/* The bits of a float with the sign dropped: 0 for +0.0f and -0.0f only. */
+POCKMCU_FAST_INLINE uint32_t pockmcu_f32_magnitude_bits(const float *p)
+{
+    uint32_t b;
+    memcpy(&b, p, sizeof b);
+    return b << 1;
+}
+
+/* Output channels per chunk of pockmcu_gi_1x1_rows' list of the channels with a nonzero gradient. */
+#define POCKMCU_GI_CHUNK 64
+
+/* Channels [0, len) of up to 4 input pixels: gi[p][c] = sum over o ascending, from +0, of
+ * (go[p][o] * scale[o]) * (float)w[o * w_stride + c] (pockmcu_conv_grad_input_f32's terms for a 1x1
+ * filter, in its order; it skips go == 0, and a term with go == 0 adds +-0 to a sum that is never -0,
+ * so which zero terms are skipped changes no bit). The sums are STORED to gi[p][c].
+ * 4 pixels: output channels in chunks of POCKMCU_GI_CHUNK, of which only those with a nonzero
+ * gradient at one of the 4 pixels are visited (ReLU-masked gradients are mostly zero); register
+ * block 4 pixels x 4 channels (16 accumulators, kept in gi between chunks), each weight converted
+ * once per 4 pixels. Fewer pixels, or the channel tail: one pixel at a time, zero terms skipped. */
+POCKMCU_FAST_INLINE void pockmcu_gi_1x1_rows(const float *const go[4],
+                                             float *const gi[4],
+                                             int32_t np,
+                                             const int8_t *w,
+                                             int32_t w_stride,
+                                             int32_t len,
+                                             const float *scale,
+                                             int32_t out_c)
+{
+    int32_t c = 0;
+    int32_t o;
+    if (np == 4 && len >= 4)
+    {
+        const float *g0 = go[0], *g1 = go[1], *g2 = go[2], *g3 = go[3];
+        int16_t list[POCKMCU_GI_CHUNK];
+        int32_t o0;
+        for (o0 = 0; o0 < out_c; o0 += POCKMCU_GI_CHUNK)
+        {
+            const int32_t o_end = out_c - o0 < POCKMCU_GI_CHUNK ? out_c : o0 + POCKMCU_GI_CHUNK;
+            int32_t n = 0;
+            for (o = o0; o < o_end; o++)
+            {
+                if ((pockmcu_f32_magnitude_bits(g0 + o) | pockmcu_f32_magnitude_bits(g1 + o) |
+                     pockmcu_f32_magnitude_bits(g2 + o) | pockmcu_f32_magnitude_bits(g3 + o)) != 0u)
+                {
+                    list[n++] = (int16_t)(o - o0);
+                }
+            }
+            if (n == 0 && o0 > 0)
+            {
+                continue;
+            }
+            for (c = 0; c + 4 <= len; c += 4)
+            {
+                float a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33;
+                const int8_t *wc = w + o0 * w_stride + c;
+                int32_t k;
+                if (o0 == 0)
+                {
+                    a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = 0.0f;
+                    a20 = a21 = a22 = a23 = a30 = a31 = a32 = a33 = 0.0f;
+                }
+                else
+                {
+                    a00 = gi[0][c], a01 = gi[0][c + 1], a02 = gi[0][c + 2], a03 = gi[0][c + 3];
+                    a10 = gi[1][c], a11 = gi[1][c + 1], a12 = gi[1][c + 2], a13 = gi[1][c + 3];
+                    a20 = gi[2][c], a21 = gi[2][c + 1], a22 = gi[2][c + 2], a23 = gi[2][c + 3];
+                    a30 = gi[3][c], a31 = gi[3][c + 1], a32 = gi[3][c + 2], a33 = gi[3][c + 3];
+                }
+                for (k = 0; k < n; k++)
+                {
+                    const int32_t oo = o0 + list[k];
+                    const float sc = scale[oo];
+                    const float s0 = g0[oo] * sc, s1 = g1[oo] * sc, s2 = g2[oo] * sc, s3 = g3[oo] * sc;
+                    const int8_t *wp = wc + list[k] * w_stride;
+                    const float w0 = (float)wp[0], w1 = (float)wp[1], w2 = (float)wp[2], w3 = (float)wp[3];
+                    a00 = pockmcu_mla_f32(a00, s0, w0);
+                    a01 = pockmcu_mla_f32(a01, s0, w1);
+                    a02 = pockmcu_mla_f32(a02, s0, w2);
+                    a03 = pockmcu_mla_f32(a03, s0, w3);
+                    a10 = pockmcu_mla_f32(a10, s1, w0);
+                    a11 = pockmcu_mla_f32(a11, s1, w1);
+                    a12 = pockmcu_mla_f32(a12, s1, w2);
+                    a13 = pockmcu_mla_f32(a13, s1, w3);
+                    a20 = pockmcu_mla_f32(a20, s2, w0);
+                    a21 = pockmcu_mla_f32(a21, s2, w1);
+                    a22 = pockmcu_mla_f32(a22, s2, w2);
+                    a23 = pockmcu_mla_f32(a23, s2, w3);
+                    a30 = pockmcu_mla_f32(a30, s3, w0);
+                    a31 = pockmcu_mla_f32(a31, s3, w1);
+                    a32 = pockmcu_mla_f32(a32, s3, w2);
+                    a33 = pockmcu_mla_f32(a33, s3, w3);
+                }
+                gi[0][c] = a00, gi[0][c + 1] = a01, gi[0][c + 2] = a02, gi[0][c + 3] = a03;
+                gi[1][c] = a10, gi[1][c + 1] = a11, gi[1][c + 2] = a12, gi[1][c + 3] = a13;
+                gi[2][c] = a20, gi[2][c + 1] = a21, gi[2][c + 2] = a22, gi[2][c + 3] = a23;
+                gi[3][c] = a30, gi[3][c + 1] = a31, gi[3][c + 2] = a32, gi[3][c + 3] = a33;
+            }
+        }
+        c = len - len % 4;
+    }
+    for (int32_t p = 0; p < np; p++) /* fewer than 4 pixels, or the channel tail: one pixel at a time */
+    {
+        const float *g = go[p];
+        int32_t cc = c;
+        for (; cc + 4 <= len; cc += 4)
+        {
+            float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+            const int8_t *wp = w + cc;
+            for (o = 0; o < out_c; o++, wp += w_stride)
+            {
+                float s0;
+                if (g[o] == 0.0f)
+                {
+                    continue;
+                }
+                s0 = g[o] * scale[o];
+                a0 = pockmcu_mla_f32(a0, s0, (float)wp[0]);
+                a1 = pockmcu_mla_f32(a1, s0, (float)wp[1]);
+                a2 = pockmcu_mla_f32(a2, s0, (float)wp[2]);
+                a3 = pockmcu_mla_f32(a3, s0, (float)wp[3]);
+            }
+            gi[p][cc] = a0;
+            gi[p][cc + 1] = a1;
+            gi[p][cc + 2] = a2;
+            gi[p][cc + 3] = a3;
+        }
+        for (; cc < len; cc++)
+        {
+            float a = 0.0f;
+            const int8_t *wp = w + cc;
+            for (o = 0; o < out_c; o++, wp += w_stride)
+            {
+                if (g[o] != 0.0f)
+                {
+                    a = pockmcu_mla_f32(a, g[o] * scale[o], (float)*wp);
+                }
+            }
+            gi[p][cc] = a;
+        }
+    }
+}
+
+/* The 1x1 input gradient of up to 4 pixels over both parts of a split filter (head_c = 0: no split). */
+POCKMCU_FAST_INLINE void pockmcu_gi_1x1_flush(const float *const go[4],
+                                              float *const gi[4],
+                                              int32_t np,
+                                              const int8_t *filter,
+                                              const int8_t *filter_head,
+                                              int32_t head_c,
+                                              int32_t in_c,
+                                              const float *scale,
+                                              int32_t out_c)
+{
+    if (head_c > 0)
+    {
+        float *gi2[4];
+        int32_t p;
+        pockmcu_gi_1x1_rows(go, gi, np, filter_head, head_c, head_c, scale, out_c);
+        for (p = 0; p < 4; p++)
+        {
+            gi2[p] = p < np ? gi[p] + head_c : gi[0];
+        }
+        pockmcu_gi_1x1_rows(go, gi2, np, filter + head_c, in_c, in_c - head_c, scale, out_c);
+    }
+    else
+    {
+        pockmcu_gi_1x1_rows(go, gi, np, filter, in_c, in_c, scale, out_c);
+    }
+}
+
+/* pockmcu_conv_grad_input_f32 (and its split form) for a 1x1 filter, any stride and padding: every
+ * input pixel receives the terms of at most one output pixel, summed over o ascending from +0, which
+ * is the order of the general loops; bit-identical to them. Dimensions checked by the caller. */
+POCKMCU_FAST_INLINE void pockmcu_conv_1x1_grad_input_fast(const cmsis_nn_conv_params *conv_params,
+                                                          const cmsis_nn_dims *input_dims,
+                                                          const cmsis_nn_dims *filter_dims,
+                                                          const int8_t *filter,
+                                                          const int8_t *filter_head,
+                                                          int32_t head_c,
+                                                          const float *filter_scale,
+                                                          const cmsis_nn_dims *output_dims,
+                                                          const float *grad_output,
+                                                          float *grad_input)
+{
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t in_c = input_dims->c;
+    const int32_t out_c = filter_dims->n;
+    const int32_t out_h = output_dims->h;
+    const int32_t out_w = output_dims->w;
+    const int32_t stride_h = conv_params->stride.h;
+    const int32_t stride_w = conv_params->stride.w;
+    const int32_t pad_h = conv_params->padding.h;
+    const int32_t pad_w = conv_params->padding.w;
+    const float *go[4];
+    float *gi[4];
+    int32_t np = 0;
+    int32_t b, oy, ox;
+
+    if (!(stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0 && out_h == in_h && out_w == in_w))
+    {
+        memset(grad_input, 0, (size_t)input_dims->n * (size_t)in_h * (size_t)in_w * (size_t)in_c * sizeof(float));
+    }
+    for (b = 0; b < input_dims->n; b++)
+    {
+        for (oy = 0; oy < out_h; oy++)
+        {
+            const int32_t iy = oy * stride_h - pad_h;
+            if (iy < 0 || iy >= in_h)
+            {
+                continue;
+            }
+            for (ox = 0; ox < out_w; ox++)
+            {
+                const int32_t ix = ox * stride_w - pad_w;
+                if (ix < 0 || ix >= in_w)
+                {
+                    continue;
+                }
+                go[np] = grad_output + ((b * out_h + oy) * out_w + ox) * out_c;
+                gi[np] = grad_input + ((b * in_h + iy) * in_w + ix) * in_c;
+                if (++np == 4)
+                {
+                    pockmcu_gi_1x1_flush(go, gi, 4, filter, filter_head, head_c, in_c, filter_scale, out_c);
+                    np = 0;
+                }
+            }
+        }
+    }
+    if (np > 0)
+    {
+        pockmcu_gi_1x1_flush(go, gi, np, filter, filter_head, head_c, in_c, filter_scale, out_c);
+    }
+}
+
+#endif /* POCKMCU_TRAIN_FAST_H */
