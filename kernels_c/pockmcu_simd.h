@@ -170,4 +170,18 @@ POCKMCU_SIMD_INLINE uint32_t pockmcu_pkhbt(uint32_t x, uint32_t y) { return (x &
 /* PKHTB x, y, ASR #16: hi(y) in the low lane, hi(x) in the high lane. */
 POCKMCU_SIMD_INLINE uint32_t pockmcu_pkhtb(uint32_t x, uint32_t y) { return (x & 0xFFFF0000u) | (y >> 16); }
 
+/* -- dspdw: depthwise / pooling / ADD kernels (pockmcu_nn_dsp_dw.h) ------------------------------- */
+
+/* SMMULR: the high word of a * b, rounded: (a * b + 2^31) >> 32. */
+POCKMCU_SIMD_INLINE int32_t pockmcu_smmulr(int32_t a, int32_t b)
+{
+#if POCKMCU_HAS_DSP
+    int32_t r;
+    __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+#else
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 31)) >> 32);
+#endif
+}
+
 #endif /* POCKMCU_SIMD_H */

@@ -96,3 +96,16 @@ TABLE["TRANSPOSE"] = (_k("pockmcu_transpose_s8"), _k("pockmcu_strided_copy_s8", 
 TABLE["CONCATENATION"] = TABLE["CONCATENATION"] + (_k("pockmcu_strided_copy_s8", variant="strided"),)
 # the input gradient of a copy: copied back, or summed where the forward reads an element more than once
 TABLE["DATA_MOVE_GRAD"] = (_k("pockmcu_strided_copy_f32"), _k("pockmcu_strided_add_f32", variant="add"))
+
+# -- dspdw: Armv7E-M / Armv8-M DSP depthwise, pooling, ADD (kernels_c/pockmcu_nn_dsp_dw.h) ----------------
+# DEPTHWISE_CONV_2D's variant (ops/conv.py DepthwiseConv2D.variant): "3x3" for a 3x3 filter with channel
+# multiplier 1 (the loops with the filter size as a constant), "" otherwise. On a DSP core every TFLM
+# depthwise layer takes a DSP kernel: per loaded word it does the work of 4 scalar MACs and it never does
+# more work than the portable loops (it runs them itself for ch_mult > 1 and for accumulator ranges its
+# fast requantization cannot prove exact), so the cost rule is "DSP kernel whenever the core has DSP".
+TABLE["DEPTHWISE_CONV_2D"] = TABLE["DEPTHWISE_CONV_2D"] + (
+    _k("arm_depthwise_conv_wrapper_s8", "tflm", "3x3"),
+    _k("pockmcu_depthwise_conv_ort_s8", "onnxruntime", "3x3"),
+    _k("pockmcu_depthwise_conv_dsp_s8", "tflm", features=("dsp",)),
+    _k("pockmcu_depthwise_conv_3x3_dsp_s8", "tflm", "3x3", features=("dsp",)),
+)

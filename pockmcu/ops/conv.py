@@ -255,6 +255,12 @@ class DepthwiseConv2D(_WindowOp):
     def params_fields(self, op: Op) -> dict:
         return dict(ch_mult=op.options.ch_mult)
 
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        """The kernel table's shape class: "3x3" (a 3x3 filter, channel multiplier 1: the DSP kernel with
+        the filter size as a constant) or "" (kernel_table.py, the dspdw block)."""
+        w = g.t(operand(op, "weights"))
+        return "3x3" if tuple(w.shape[1:3]) == (3, 3) and op.options.ch_mult == 1 else ""
+
 
 # -- training: gradient rules and the backward ops of CONV_2D / DEPTHWISE_CONV_2D -------------------
 
