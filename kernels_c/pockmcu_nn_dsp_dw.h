@@ -62,9 +62,19 @@ int32_t pockmcu_depthwise_conv_dsp_s8_get_buffer_size(const cmsis_nn_dw_conv_par
                                                       const cmsis_nn_dims *output_dims);
 
 /**
- * @brief pockmcu_depthwise_conv_dsp_s8 specialized for 3x3 filters (filter size as a constant, the tap
- *        loops unrolled). Arguments and result as for pockmcu_depthwise_conv_dsp_s8; another filter
- *        size runs the portable loops (correct, not fast).
+ * @brief int8 depthwise convolution for 3x3 filters, channel multiplier 1, no dilation, any stride and
+ *        padding (TFLM DepthwiseConvPerChannel); the bytes of arm_depthwise_conv_wrapper_s8.
+ *
+ * Per group of 4 channels: the input rows the windows need sign-extended once into a ring of 3 rows in
+ * the scratch (input offset added, zero words for padding), the weights extended and doubled once, a row
+ * of outputs with 9 taps x 4 SMLABB/SMLATT each; requantization through SMMULR and SSAT with the
+ * rounding of TFLM (see the kernel file). Needs every channel's shift <= -1 and |bias| + 9 * 255 * 128 <
+ * 2^30 (checked per call); otherwise, for another shape, or without the scratch, it runs
+ * pockmcu_depthwise_conv_dsp_s8.
+ *
+ * @param[in]      ctx            Scratch: buf of at least the *_get_buffer_size bytes (any alignment);
+ *                                buf NULL runs pockmcu_depthwise_conv_dsp_s8.
+ * Other arguments and result as for pockmcu_depthwise_conv_dsp_s8.
  */
 arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ctx,
                                                       const cmsis_nn_dw_conv_params *dw_conv_params,
@@ -79,7 +89,8 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
                                                       int8_t *output_data);
 
 /**
- * @brief Scratch size of pockmcu_depthwise_conv_3x3_dsp_s8: 0. Arguments as for the kernel; not read.
+ * @brief Scratch size of pockmcu_depthwise_conv_3x3_dsp_s8: 4 * (66 + 6 * ((output_dims->w - 1) *
+ *        stride.w + 3)) + 4 bytes (weights, requantization parameters, 3 extended input rows, alignment).
  */
 int32_t pockmcu_depthwise_conv_3x3_dsp_s8_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params,
                                                           const cmsis_nn_dims *input_dims,

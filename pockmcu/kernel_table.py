@@ -99,7 +99,8 @@ TABLE["DATA_MOVE_GRAD"] = (_k("pockmcu_strided_copy_f32"), _k("pockmcu_strided_a
 
 # -- dspdw: Armv7E-M / Armv8-M DSP depthwise, pooling, ADD (kernels_c/pockmcu_nn_dsp_dw.h) ----------------
 # DEPTHWISE_CONV_2D's variant (ops/conv.py DepthwiseConv2D.variant): "3x3" for a 3x3 filter with channel
-# multiplier 1 (the loops with the filter size as a constant), "" otherwise. On a DSP core every TFLM
+# multiplier 1, no dilation and a scale below 1/2 with a bias its requantization takes exactly (decided at
+# compile time; the 3x3 kernel's row loops over a scratch ring, the planner sizes it), "" otherwise. On a DSP core every TFLM
 # depthwise layer takes a DSP kernel: per loaded word it does the work of 4 scalar MACs and it never does
 # more work than the portable loops (it runs them itself for ch_mult > 1 and for accumulator ranges its
 # fast requantization cannot prove exact), so the cost rule is "DSP kernel whenever the core has DSP".
