@@ -170,4 +170,81 @@ POCKMCU_SIMD_INLINE uint32_t pockmcu_pkhbt(uint32_t x, uint32_t y) { return (x &
 /* PKHTB x, y, ASR #16: hi(y) in the low lane, hi(x) in the high lane. */
 POCKMCU_SIMD_INLINE uint32_t pockmcu_pkhtb(uint32_t x, uint32_t y) { return (x & 0xFFFF0000u) | (y >> 16); }
 
+/* -- dspdw: depthwise / pooling / ADD kernels (pockmcu_nn_dsp_dw.h) ------------------------------- */
+
+/* SMMULR: the high word of a * b, rounded: (a * b + 2^31) >> 32. */
+POCKMCU_SIMD_INLINE int32_t pockmcu_smmulr(int32_t a, int32_t b)
+{
+#if POCKMCU_HAS_DSP
+    int32_t r;
+    __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+#else
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 31)) >> 32);
+#endif
+}
+
+/* SSAT Rd, #8, Rn, ASR #1: x >> 1 (arithmetic) saturated to [-128, 127]. */
+POCKMCU_SIMD_INLINE int32_t pockmcu_ssat8_asr1(int32_t x)
+{
+#if POCKMCU_HAS_DSP
+    int32_t r;
+    __asm__("ssat %0, #8, %1, asr #1" : "=r"(r) : "r"(x));
+    return r;
+#else
+    const int32_t h = x >> 1;
+    return h < -128 ? -128 : (h > 127 ? 127 : h);
+#endif
+}
+
+/* SSUB8 + SEL: the byte-wise maximum of two words of 4 int8 (lane i: max(a_i, b_i)). */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_max_s8x4(uint32_t a, uint32_t b)
+{
+#if POCKMCU_HAS_DSP
+    uint32_t r;
+    __asm__("ssub8 %0, %1, %2\n\tsel %0, %1, %2" : "=&r"(r) : "r"(a), "r"(b) : "cc");
+    return r;
+#else
+    uint32_t r = 0;
+    int i;
+    for (i = 0; i < 32; i += 8)
+    {
+        const int8_t x = (int8_t)(uint8_t)(a >> i), y = (int8_t)(uint8_t)(b >> i);
+        r |= (uint32_t)(uint8_t)(x > y ? x : y) << i;
+    }
+    return r;
+#endif
+}
+
+/* SSUB8 + SEL: the byte-wise minimum of two words of 4 int8 (lane i: min(a_i, b_i)). */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_min_s8x4(uint32_t a, uint32_t b)
+{
+#if POCKMCU_HAS_DSP
+    uint32_t r;
+    __asm__("ssub8 %0, %1, %2\n\tsel %0, %2, %1" : "=&r"(r) : "r"(a), "r"(b) : "cc");
+    return r;
+#else
+    uint32_t r = 0;
+    int i;
+    for (i = 0; i < 32; i += 8)
+    {
+        const int8_t x = (int8_t)(uint8_t)(a >> i), y = (int8_t)(uint8_t)(b >> i);
+        r |= (uint32_t)(uint8_t)(x < y ? x : y) << i;
+    }
+    return r;
+#endif
+}
+
+/* The low bytes of four words packed into one (a in bits 7..0, d in bits 31..24): BFI on Arm. */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_pack_s8x4(int32_t a, int32_t b, int32_t c, int32_t d)
+{
+#if POCKMCU_HAS_DSP
+    uint32_t r = (uint32_t)a;
+    __asm__("bfi %0, %1, #8, #8\n\tbfi %0, %2, #16, #8\n\tbfi %0, %3, #24, #8" : "+r"(r) : "r"(b), "r"(c), "r"(d));
+    return r;
+#else
+    return ((uint32_t)a & 0xFFu) | (((uint32_t)b & 0xFFu) << 8) | (((uint32_t)c & 0xFFu) << 16) | ((uint32_t)d << 24);
+#endif
+}
+
 #endif /* POCKMCU_SIMD_H */

@@ -97,6 +97,20 @@ TABLE["CONCATENATION"] = TABLE["CONCATENATION"] + (_k("pockmcu_strided_copy_s8",
 # the input gradient of a copy: copied back, or summed where the forward reads an element more than once
 TABLE["DATA_MOVE_GRAD"] = (_k("pockmcu_strided_copy_f32"), _k("pockmcu_strided_add_f32", variant="add"))
 
+# -- dspdw: Armv7E-M / Armv8-M DSP depthwise, pooling, ADD (kernels_c/pockmcu_nn_dsp_dw.h) ----------------
+# DEPTHWISE_CONV_2D's variant (ops/conv.py DepthwiseConv2D.variant): "3x3" for a 3x3 filter with channel
+# multiplier 1, no dilation and a scale below 1/2 with a bias its requantization takes exactly (decided at
+# compile time; the 3x3 kernel's row loops over a scratch ring, the planner sizes it), "" otherwise. On a DSP core every TFLM
+# depthwise layer takes a DSP kernel: per loaded word it does the work of 4 scalar MACs and it never does
+# more work than the portable loops (it runs them itself for ch_mult > 1 and for accumulator ranges its
+# fast requantization cannot prove exact), so the cost rule is "DSP kernel whenever the core has DSP".
+TABLE["DEPTHWISE_CONV_2D"] = TABLE["DEPTHWISE_CONV_2D"] + (
+    _k("arm_depthwise_conv_wrapper_s8", "tflm", "3x3"),
+    _k("pockmcu_depthwise_conv_ort_s8", "onnxruntime", "3x3"),
+    _k("pockmcu_depthwise_conv_dsp_s8", "tflm", features=("dsp",)),
+    _k("pockmcu_depthwise_conv_3x3_dsp_s8", "tflm", "3x3", features=("dsp",)),
+)
+
 # -- Helium (MVE) kernels for Cortex-M55 (kernels_c/pockmcu_*_mve_s8.c, pockmcu_nn_mve.h): the same arguments
 # and bytes as the portable TFLM rows they stand in for (tests/test_mve_kernels.py); no scratch
 TABLE["CONV_2D"] = TABLE["CONV_2D"] + (_k("pockmcu_convolve_mve_s8", "tflm", features=("mve",)),)
@@ -105,3 +119,6 @@ TABLE["DEPTHWISE_CONV_2D"] = TABLE["DEPTHWISE_CONV_2D"] + (_k("pockmcu_depthwise
 TABLE["FULLY_CONNECTED"] = TABLE["FULLY_CONNECTED"] + (
     _k("pockmcu_fully_connected_mve_s8", "tflm", "per_tensor", ("mve",)),
     _k("pockmcu_fully_connected_per_channel_mve_s8", "tflm", "per_channel", ("mve",)))
+# the 3x3 shape class on M55: Helium's kernel (the same bytes; it needs no scratch)
+TABLE["DEPTHWISE_CONV_2D"] = TABLE["DEPTHWISE_CONV_2D"] + (_k("pockmcu_depthwise_conv_mve_s8", "tflm", "3x3",
+                                                              features=("mve",)),)

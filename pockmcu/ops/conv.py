@@ -18,6 +18,7 @@ from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
 from ..ccode import SCRATCH, Array, Call, Emission, Local, Ptr, Struct, dims4
 from ..ir import Graph, Op
+from ..kernel_table import choose
 from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, opdef, operand, register, same_or_valid_pads
 from .training_ops import sgd_update
 
@@ -254,6 +255,27 @@ class DepthwiseConv2D(_WindowOp):
 
     def params_fields(self, op: Op) -> dict:
         return dict(ch_mult=op.options.ch_mult)
+
+    def variant(self, g: Graph, op: Op, cg) -> str:
+        """The kernel table's shape class (kernel_table.py, the dspdw block): "3x3" for a 3x3 filter with
+        channel multiplier 1, no dilation and a requantization the 3x3 DSP kernel's row loops do exactly
+        (every channel's shift <= -1, i.e. a scale below 1/2, and |bias| + 9 * 255 * 128 < 2^30, decided here
+        at compile time; the kernel checks it again per call for biases that train), "" otherwise."""
+        w, o = g.t(operand(op, "weights")), op.options
+        if tuple(w.shape[1:3]) != (3, 3) or o.ch_mult != 1 or tuple(o.dilation) != (1, 1):
+            return ""
+        bias = g.t(operand(op, "bias")).data if operand(op, "bias") else None
+        bound = (np.abs(bias.astype(np.int64)) if bias is not None else np.zeros(1, np.int64)) + 9 * 255 * 128
+        return "3x3" if np.all(op.prepared.shift <= -1) and np.all(bound < (1 << 30)) else ""
+
+    def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
+        """pockmcu_depthwise_conv_3x3_dsp_s8_get_buffer_size: extended weights, requantization parameters
+        and a ring of 3 extended input rows; the other depthwise kernels need none."""
+        k = choose(self.kind, self.kernel, g.numerics, g.features, self.variant(g, op, None))
+        if k.function != "pockmcu_depthwise_conv_3x3_dsp_s8":
+            return 0
+        out_w, stride_w = g.t(op.outputs[0]).shape[2], op.options.stride[1]
+        return 4 * (54 + 12 + 6 * ((out_w - 1) * stride_w + 3)) + 4
 
 
 # -- training: gradient rules and the backward ops of CONV_2D / DEPTHWISE_CONV_2D -------------------
