@@ -5,9 +5,9 @@ else decides which kernel an op calls. A row names the C function, the numerics 
 ("tflm", "onnxruntime" or "*" for both), the core features it needs (a subset of the target's:
 "fpu", "dsp" for Armv7E-M/Armv8-M DSP, "mve" for Helium) and the op-specific variant it serves
 (the shape class an op reports through ``OpDef.variant``: split-stored weights, per-channel
-requantization, an in-place gradient, ...). Among the rows that fit, the one needing the most
-features wins, then a row for the exact numerics over a "*" row; an op kind with no rows runs
-``OpDef.kernel``. Optimized kernels for a core are new rows with ``features``: each must produce
+requantization, an in-place gradient, ...). Among the rows that fit, the one needing the strongest
+features wins (FEATURE_RANK: mve over dsp over fpu), then a row for the exact numerics over a "*"
+row; an op kind with no rows runs ``OpDef.kernel``. Optimized kernels for a core are new rows with ``features``: each must produce
 the bytes of the portable row it stands in for.
 """
 
@@ -75,6 +75,10 @@ TABLE: dict[str, tuple[Kernel, ...]] = {
 }
 
 
+#: how much a feature says about a row's speed: a Helium row beats a DSP row on a core with both
+FEATURE_RANK = {"fpu": 1, "dsp": 2, "mve": 4}
+
+
 def target_features(target) -> frozenset:
     """The table's feature names for a targets.Target."""
     return frozenset(f for f, on in (("fpu", target.fpu), ("dsp", target.dsp), ("mve", target.mve)) if on)
@@ -89,7 +93,7 @@ def choose(kind: str, default: str, numerics: str, features: frozenset = frozens
     if not fits:
         raise PockError(f"internal: no {kind} kernel for numerics {numerics}, variant {variant!r}, "
                         f"features {sorted(features)}")
-    return max(fits, key=lambda r: (len(r.features), r.numerics != "*"))
+    return max(fits, key=lambda r: (sum(FEATURE_RANK[f] for f in r.features), r.numerics != "*"))
 
 # -- shape and data movement (pockmcu/ops/datamove.py, shape_ops.py, layout.py): rank > 4 as strided copies
 TABLE["TRANSPOSE"] = (_k("pockmcu_transpose_s8"), _k("pockmcu_strided_copy_s8", variant="strided"))
