@@ -36,6 +36,7 @@
 #include "pockmcu_nn_arm.h"
 #include "pockmcu_nn_backward.h"
 #include "pockmcu_nn_data.h"
+#include "pockmcu_nn_dsp.h"
 #include "pockmcu_nn_forward.h"
 #include "pockmcu_nn_ort.h"
 #include "pockmcu_nn_train.h"

@@ -96,3 +96,39 @@ TABLE["TRANSPOSE"] = (_k("pockmcu_transpose_s8"), _k("pockmcu_strided_copy_s8", 
 TABLE["CONCATENATION"] = TABLE["CONCATENATION"] + (_k("pockmcu_strided_copy_s8", variant="strided"),)
 # the input gradient of a copy: copied back, or summed where the forward reads an element more than once
 TABLE["DATA_MOVE_GRAD"] = (_k("pockmcu_strided_copy_f32"), _k("pockmcu_strided_add_f32", variant="add"))
+
+# -- Armv7E-M / Armv8-M DSP kernels of CONV_2D and FULLY_CONNECTED (kernels_c/pockmcu_nn_dsp.h, issue 13) -----
+# CONV_2D's shape class (Conv2D.variant): "1x1" for a pointwise convolution (1x1 filter, stride 1, no
+# padding), whose input rows are already the matrix (no im2col), "" for every other geometry (im2col of two
+# output pixels into scratch, then the same matrix multiply). The rule is exact geometry, not a tuned
+# threshold: on a DSP core both classes beat the portable loop at every shape (the DSP inner loop takes 16
+# MACs in about 24 instructions, the portable one about 5 instructions per MAC), and the pointwise class only
+# saves the im2col copy. Without DSP (Cortex-M3, --kernels portable) both classes run the portable kernels.
+TABLE["CONV_2D"] = TABLE["CONV_2D"] + (
+    _k("arm_convolve_wrapper_s8", "tflm", "1x1"),
+    _k("pockmcu_convolve_ort_s8", "onnxruntime", "1x1"),
+    _k("pockmcu_convolve_1x1_s8_dsp", "tflm", "1x1", ("dsp",)),
+    _k("pockmcu_convolve_s8_dsp", "tflm", "", ("dsp",)),
+    _k("pockmcu_convolve_1x1_ort_s8_dsp", "onnxruntime", "1x1", ("dsp",)),
+    _k("pockmcu_convolve_ort_s8_dsp", "onnxruntime", "", ("dsp",)),
+)
+TABLE["FULLY_CONNECTED"] = TABLE["FULLY_CONNECTED"] + (
+    _k("pockmcu_fully_connected_s8_dsp", "tflm", "per_tensor", ("dsp",)),
+    _k("pockmcu_fully_connected_per_channel_s8_dsp", "tflm", "per_channel", ("dsp",)),
+    _k("pockmcu_fully_connected_ort_s8_dsp", "onnxruntime", "per_tensor", ("dsp",)),
+    _k("pockmcu_fully_connected_per_channel_ort_s8_dsp", "onnxruntime", "per_channel", ("dsp",)),
+)
+#: the DSP kernels above -> how their scratch is sized (Conv2D / FullyConnected.scratch_bytes, the C
+#: *_get_buffer_size): "conv_1x1" the int16 column of 2 pixels, "conv" that plus their int8 im2col fields,
+#: "fc" the column of 2 batches (1 when there is one)
+DSP_SCRATCH = {
+    "pockmcu_convolve_1x1_s8_dsp": "conv_1x1", "pockmcu_convolve_1x1_ort_s8_dsp": "conv_1x1",
+    "pockmcu_convolve_s8_dsp": "conv", "pockmcu_convolve_ort_s8_dsp": "conv",
+    "pockmcu_fully_connected_s8_dsp": "fc", "pockmcu_fully_connected_per_channel_s8_dsp": "fc",
+    "pockmcu_fully_connected_ort_s8_dsp": "fc", "pockmcu_fully_connected_per_channel_ort_s8_dsp": "fc",
+}
+
+
+def dsp_column_bytes(depth: int, rows: int) -> int:
+    """Bytes of the DSP kernels' int16 column of ``rows`` rows of ``depth`` values (pockmcu_dsp_col_words)."""
+    return 4 * rows * ((depth >> 2) * 2 + (depth & 3))

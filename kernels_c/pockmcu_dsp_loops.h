@@ -1,0 +1,607 @@
+/*
+ * pockmcu_dsp_loops.h - the loops of the DSP int8 convolution and fully connected kernels
+ * (pockmcu_convolve_*_dsp, pockmcu_fully_connected_*_dsp), written only with the wrappers of
+ * pockmcu_simd.h: on a core with the DSP extension (Cortex-M4, M7, M33, M55) they are SXTAB16,
+ * SXTB16 and SMLAD; elsewhere (Cortex-M3, the host simulation) bit-exact portable C, so the host runs
+ * these very loops and its results equal the device's.
+ *
+ * Every kernel is a matrix multiply out[p][o] = requantize(bias[o] + sum_k col[p][k] * w[o][k]) of
+ * "rows" p (output pixels, or FC batches) by filter rows o (output channels, OHWI / [out][in] as
+ * stored: weights are read as the model gives them, in flash or in RAM while they train).
+ *
+ * - Column: the input values of two rows, plus input_offset, are expanded once into int16 lanes in
+ *   the caller's scratch (pockmcu_dsp_expand_2), reordered per group of four values (x0 x1 x2 x3) as
+ *   the words (x0, x2) and (x1, x3): SXTB16 and SXTB16 ROR #8 of a weight word give (w0, w2) and
+ *   (w1, w3), so two SMLAD take four products with no further shuffling. SXTAB16 adds the input
+ *   offset in the same instruction that sign-extends, so the offset costs nothing at run time and
+ *   needs no compile-time sum of the weights (the kernels serve trained weights in RAM unchanged).
+ *   A pointwise convolution expands its input rows directly; any other convolution first gathers
+ *   the receptive field of the pixel into int8 (im2col; padding taps hold the input zero point
+ *   -input_offset, which the offset turns into 0).
+ * - Register blocking: 2 rows x 2 output channels = 4 accumulators; per 4 depth values 2 loads
+ *   of the column (8 bytes each), 2 weight words, 4 sign extensions and 8 SMLAD for 16 MACs.
+ *   Odd rows / channels run 2x1, 1x2 and 1x1 versions of the same loop; the depth % 4 last values
+ *   are stored one per word and multiplied by SMLABB.
+ * - Requantization: TFLite Micro's double rounding MultiplyByQuantizedMultiplier, computed with one
+ *   64-bit multiply-accumulate (SMLAL): (x * m + 2^30) >> 31 equals gemmlowp's
+ *   SaturatingRoundingDoublingHighMul for every x, m except x = m = INT32_MIN, which
+ *   QuantizeMultiplier never produces (the kernels give such a call to the portable kernel); or
+ *   onnxruntime's (pockmcu_requantize_ort), with ort_rounding set.
+ *
+ * The kernels hand a call to the portable kernel (same bytes, no scratch) when the fast path's
+ * preconditions do not hold: -127 <= input_offset <= 128 (an int8 zero point), a multiplier of
+ * INT32_MIN, grouped convolution, a non-zero FC filter_offset, or a scratch buffer smaller than the
+ * *_get_buffer_size query asks for.
+ */
+#ifndef POCKMCU_DSP_LOOPS_H
+#define POCKMCU_DSP_LOOPS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "pockmcu_nn.h"
+#include "pockmcu_nn_support_ort.h"
+#include "pockmcu_nn_support_tflm.h"
+#include "pockmcu_simd.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+    #define POCKMCU_DSP_INLINE static inline __attribute__((always_inline))
+#else
+    #define POCKMCU_DSP_INLINE static inline
+#endif
+
+/* Scratch words of the expanded column of `rows` (1 or 2) rows of `depth` values. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_col_words(int32_t depth, int32_t rows)
+{
+    return rows * ((depth >> 2) * 2 + (depth & 3));
+}
+
+/* TFLM's MultiplyByQuantizedMultiplier (double rounding) for mult != INT32_MIN. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_requantize(int32_t acc, int32_t mult, int32_t shift)
+{
+    const int32_t left = shift > 0 ? shift : 0;
+    const int32_t right = shift > 0 ? 0 : -shift;
+    const int64_t prod = (int64_t)pockmcu_wrap_shl(acc, left) * (int64_t)mult + ((int64_t)1 << 30);
+    const int32_t high = (int32_t)(prod >> 31);
+    const int32_t mask = (int32_t)(((uint32_t)1 << right) - 1u);
+    const int32_t threshold = (mask >> 1) + (int32_t)((uint32_t)high >> 31);
+    return (high >> right) + ((high & mask) > threshold ? 1 : 0);
+}
+
+/* Requantization and output stage of the kernels. */
+typedef struct
+{
+    const int32_t *bias;       /* NULL: none */
+    const int32_t *multiplier; /* per channel, or [0] for all */
+    const int32_t *shift;
+    int32_t output_offset;
+    int32_t act_min;
+    int32_t act_max;
+} pockmcu_dsp_requant;
+
+POCKMCU_DSP_INLINE int8_t
+pockmcu_dsp_out(int32_t acc, int32_t mult, int32_t shift, const pockmcu_dsp_requant *q, const int32_t ort_rounding)
+{
+    int32_t v = ort_rounding ? pockmcu_requantize_ort(acc, mult, shift) : pockmcu_dsp_requantize(acc, mult, shift);
+    v += q->output_offset;
+    return (int8_t)pockmcu_clamp_i32(v, q->act_min, q->act_max);
+}
+
+/* Whether a multiplier array holds INT32_MIN (the one value the fast TFLM requantization differs on). */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_has_min_multiplier(const int32_t *mult, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; i++)
+    {
+        if (mult[i] == POCKMCU_INT32_MIN)
+        {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* One row of `depth` int8 values plus offset as a column (layout in the header comment); returns
+ * the word after it. offset2: the offset in both 16-bit lanes. */
+POCKMCU_DSP_INLINE void
+pockmcu_dsp_expand_1(const int8_t *src, int32_t depth, uint32_t offset2, int32_t offset, uint32_t *dst)
+{
+    int32_t g;
+    for (g = depth >> 2; g > 0; g--)
+    {
+        const uint32_t v = pockmcu_read_s8x4_ia(&src);
+        dst[0] = pockmcu_sxtab16(offset2, v);
+        dst[1] = pockmcu_sxtab16_ror8(offset2, v);
+        dst += 2;
+    }
+    for (g = depth & 3; g > 0; g--)
+    {
+        *dst++ = (uint32_t)((int32_t)*src++ + offset);
+    }
+}
+
+/* Two rows a, b interleaved: per group of four values the words a(x0, x2) a(x1, x3) b(x0, x2)
+ * b(x1, x3), then the depth % 4 last values as pairs of words a_j, b_j. */
+POCKMCU_DSP_INLINE void
+pockmcu_dsp_expand_2(const int8_t *a, const int8_t *b, int32_t depth, uint32_t offset2, int32_t offset, uint32_t *dst)
+{
+    int32_t g;
+    for (g = depth >> 2; g > 0; g--)
+    {
+        const uint32_t va = pockmcu_read_s8x4_ia(&a);
+        const uint32_t vb = pockmcu_read_s8x4_ia(&b);
+        dst[0] = pockmcu_sxtab16(offset2, va);
+        dst[1] = pockmcu_sxtab16_ror8(offset2, va);
+        dst[2] = pockmcu_sxtab16(offset2, vb);
+        dst[3] = pockmcu_sxtab16_ror8(offset2, vb);
+        dst += 4;
+    }
+    for (g = depth & 3; g > 0; g--)
+    {
+        dst[0] = (uint32_t)((int32_t)*a++ + offset);
+        dst[1] = (uint32_t)((int32_t)*b++ + offset);
+        dst += 2;
+    }
+}
+
+/* s[r][c] += row r of the 2-row column . filter row c (wa, wb), over depth values. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_dot_2x2(const uint32_t *col,
+                                            const int8_t *wa,
+                                            const int8_t *wb,
+                                            int32_t depth,
+                                            int32_t *s00,
+                                            int32_t *s01,
+                                            int32_t *s10,
+                                            int32_t *s11)
+{
+    int32_t a00 = *s00, a01 = *s01, a10 = *s10, a11 = *s11;
+    int32_t g;
+    for (g = depth >> 2; g > 0; g--)
+    {
+        const uint32_t x02 = col[0];
+        const uint32_t x13 = col[1];
+        const uint32_t y02 = col[2];
+        const uint32_t y13 = col[3];
+        uint32_t w = pockmcu_read_s8x4_ia(&wa);
+        uint32_t w02 = pockmcu_sxtb16(w);
+        uint32_t w13 = pockmcu_sxtb16_ror8(w);
+        col += 4;
+        a00 = pockmcu_smlad(x02, w02, a00);
+        a00 = pockmcu_smlad(x13, w13, a00);
+        a10 = pockmcu_smlad(y02, w02, a10);
+        a10 = pockmcu_smlad(y13, w13, a10);
+        w = pockmcu_read_s8x4_ia(&wb);
+        w02 = pockmcu_sxtb16(w);
+        w13 = pockmcu_sxtb16_ror8(w);
+        a01 = pockmcu_smlad(x02, w02, a01);
+        a01 = pockmcu_smlad(x13, w13, a01);
+        a11 = pockmcu_smlad(y02, w02, a11);
+        a11 = pockmcu_smlad(y13, w13, a11);
+    }
+    for (g = depth & 3; g > 0; g--)
+    {
+        const uint32_t u = (uint32_t)(int32_t)*wa++;
+        const uint32_t v = (uint32_t)(int32_t)*wb++;
+        a00 = pockmcu_smlabb(col[0], u, a00);
+        a01 = pockmcu_smlabb(col[0], v, a01);
+        a10 = pockmcu_smlabb(col[1], u, a10);
+        a11 = pockmcu_smlabb(col[1], v, a11);
+        col += 2;
+    }
+    *s00 = a00;
+    *s01 = a01;
+    *s10 = a10;
+    *s11 = a11;
+}
+
+/* s[r] += row r of the 2-row column . filter row w. */
+POCKMCU_DSP_INLINE void
+pockmcu_dsp_dot_2x1(const uint32_t *col, const int8_t *w, int32_t depth, int32_t *s0, int32_t *s1)
+{
+    int32_t a0 = *s0, a1 = *s1;
+    int32_t g;
+    for (g = depth >> 2; g > 0; g--)
+    {
+        const uint32_t v = pockmcu_read_s8x4_ia(&w);
+        const uint32_t w02 = pockmcu_sxtb16(v);
+        const uint32_t w13 = pockmcu_sxtb16_ror8(v);
+        a0 = pockmcu_smlad(col[0], w02, a0);
+        a0 = pockmcu_smlad(col[1], w13, a0);
+        a1 = pockmcu_smlad(col[2], w02, a1);
+        a1 = pockmcu_smlad(col[3], w13, a1);
+        col += 4;
+    }
+    for (g = depth & 3; g > 0; g--)
+    {
+        const uint32_t u = (uint32_t)(int32_t)*w++;
+        a0 = pockmcu_smlabb(col[0], u, a0);
+        a1 = pockmcu_smlabb(col[1], u, a1);
+        col += 2;
+    }
+    *s0 = a0;
+    *s1 = a1;
+}
+
+/* s[c] += the 1-row column . filter row c (wa, wb). */
+POCKMCU_DSP_INLINE void
+pockmcu_dsp_dot_1x2(const uint32_t *col, const int8_t *wa, const int8_t *wb, int32_t depth, int32_t *s0, int32_t *s1)
+{
+    int32_t a0 = *s0, a1 = *s1;
+    int32_t g;
+    for (g = depth >> 2; g > 0; g--)
+    {
+        const uint32_t x02 = col[0];
+        const uint32_t x13 = col[1];
+        uint32_t v = pockmcu_read_s8x4_ia(&wa);
+        col += 2;
+        a0 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a0);
+        a0 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a0);
+        v = pockmcu_read_s8x4_ia(&wb);
+        a1 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a1);
+        a1 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a1);
+    }
+    for (g = depth & 3; g > 0; g--)
+    {
+        a0 = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*wa++, a0);
+        a1 = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*wb++, a1);
+        col++;
+    }
+    *s0 = a0;
+    *s1 = a1;
+}
+
+/* s += the 1-row column . filter row w. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_dot_1x1(const uint32_t *col, const int8_t *w, int32_t depth, int32_t s)
+{
+    int32_t g;
+    for (g = depth >> 2; g > 0; g--)
+    {
+        const uint32_t v = pockmcu_read_s8x4_ia(&w);
+        s = pockmcu_smlad(col[0], pockmcu_sxtb16(v), s);
+        s = pockmcu_smlad(col[1], pockmcu_sxtb16_ror8(v), s);
+        col += 2;
+    }
+    for (g = depth & 3; g > 0; g--)
+    {
+        s = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*w++, s);
+        col++;
+    }
+    return s;
+}
+
+/* Every output channel of two rows (col: pockmcu_dsp_expand_2 layout) into out_a and out_b.
+ * per_channel and ort_rounding are constants at every call. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_rows_2(const uint32_t *col,
+                                           const int8_t *filter,
+                                           int32_t depth,
+                                           int32_t out_c,
+                                           const pockmcu_dsp_requant *q,
+                                           int8_t *out_a,
+                                           int8_t *out_b,
+                                           const int32_t per_channel,
+                                           const int32_t ort_rounding)
+{
+    const int8_t *w = filter;
+    int32_t o;
+    for (o = 0; o + 2 <= out_c; o += 2)
+    {
+        const int32_t b0 = q->bias != NULL ? q->bias[o] : 0;
+        const int32_t b1 = q->bias != NULL ? q->bias[o + 1] : 0;
+        const int32_t m0 = q->multiplier[per_channel ? o : 0];
+        const int32_t m1 = q->multiplier[per_channel ? o + 1 : 0];
+        const int32_t h0 = q->shift[per_channel ? o : 0];
+        const int32_t h1 = q->shift[per_channel ? o + 1 : 0];
+        int32_t s00 = b0, s01 = b1, s10 = b0, s11 = b1;
+        pockmcu_dsp_dot_2x2(col, w, w + depth, depth, &s00, &s01, &s10, &s11);
+        w += 2 * depth;
+        out_a[o] = pockmcu_dsp_out(s00, m0, h0, q, ort_rounding);
+        out_a[o + 1] = pockmcu_dsp_out(s01, m1, h1, q, ort_rounding);
+        out_b[o] = pockmcu_dsp_out(s10, m0, h0, q, ort_rounding);
+        out_b[o + 1] = pockmcu_dsp_out(s11, m1, h1, q, ort_rounding);
+    }
+    if (o < out_c)
+    {
+        const int32_t b0 = q->bias != NULL ? q->bias[o] : 0;
+        const int32_t m0 = q->multiplier[per_channel ? o : 0];
+        const int32_t h0 = q->shift[per_channel ? o : 0];
+        int32_t s0 = b0, s1 = b0;
+        pockmcu_dsp_dot_2x1(col, w, depth, &s0, &s1);
+        out_a[o] = pockmcu_dsp_out(s0, m0, h0, q, ort_rounding);
+        out_b[o] = pockmcu_dsp_out(s1, m0, h0, q, ort_rounding);
+    }
+}
+
+/* Every output channel of one row (col: pockmcu_dsp_expand_1 layout) into out. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
+                                           const int8_t *filter,
+                                           int32_t depth,
+                                           int32_t out_c,
+                                           const pockmcu_dsp_requant *q,
+                                           int8_t *out,
+                                           const int32_t per_channel,
+                                           const int32_t ort_rounding)
+{
+    const int8_t *w = filter;
+    int32_t o;
+    for (o = 0; o + 2 <= out_c; o += 2)
+    {
+        int32_t s0 = q->bias != NULL ? q->bias[o] : 0;
+        int32_t s1 = q->bias != NULL ? q->bias[o + 1] : 0;
+        pockmcu_dsp_dot_1x2(col, w, w + depth, depth, &s0, &s1);
+        w += 2 * depth;
+        out[o] =
+            pockmcu_dsp_out(s0, q->multiplier[per_channel ? o : 0], q->shift[per_channel ? o : 0], q, ort_rounding);
+        out[o + 1] = pockmcu_dsp_out(
+            s1, q->multiplier[per_channel ? o + 1 : 0], q->shift[per_channel ? o + 1 : 0], q, ort_rounding);
+    }
+    if (o < out_c)
+    {
+        const int32_t s = pockmcu_dsp_dot_1x1(col, w, depth, q->bias != NULL ? q->bias[o] : 0);
+        out[o] = pockmcu_dsp_out(s, q->multiplier[per_channel ? o : 0], q->shift[per_channel ? o : 0], q, ort_rounding);
+    }
+}
+
+/* The int8 receptive field of output pixel (oy, ox) in (ky, kx, c) order, k_h * k_w * in_c bytes;
+ * taps outside the image hold pad (the input zero point). */
+POCKMCU_DSP_INLINE void pockmcu_dsp_im2col(const int8_t *in_batch,
+                                           const cmsis_nn_dims *input_dims,
+                                           const cmsis_nn_dims *filter_dims,
+                                           const cmsis_nn_conv_params *conv_params,
+                                           int32_t oy,
+                                           int32_t ox,
+                                           int8_t pad,
+                                           int8_t *dst)
+{
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t in_c = input_dims->c;
+    const int32_t k_h = filter_dims->h;
+    const int32_t k_w = filter_dims->w;
+    const int32_t dil_h = conv_params->dilation.h;
+    const int32_t dil_w = conv_params->dilation.w;
+    const int32_t y0 = oy * conv_params->stride.h - conv_params->padding.h;
+    const int32_t x0 = ox * conv_params->stride.w - conv_params->padding.w;
+    const int32_t row_bytes = k_w * in_c;
+    int32_t kx_start = pockmcu_window_start(x0, dil_w);
+    int32_t kx_end = pockmcu_window_end(x0, dil_w, in_w, k_w);
+    int32_t ky, kx;
+
+    kx_start = kx_start < k_w ? kx_start : k_w;
+    kx_end = kx_end > kx_start ? kx_end : kx_start;
+    for (ky = 0; ky < k_h; ky++)
+    {
+        const int32_t y = y0 + ky * dil_h;
+        if (y < 0 || y >= in_h || kx_start == kx_end)
+        {
+            memset(dst, pad, (size_t)row_bytes);
+        }
+        else if (dil_w == 1)
+        {
+            const int32_t lead = kx_start * in_c;
+            const int32_t body = (kx_end - kx_start) * in_c;
+            memset(dst, pad, (size_t)lead);
+            memcpy(dst + lead, in_batch + (y * in_w + x0 + kx_start) * in_c, (size_t)body);
+            memset(dst + lead + body, pad, (size_t)(row_bytes - lead - body));
+        }
+        else
+        {
+            for (kx = 0; kx < k_w; kx++)
+            {
+                if (kx >= kx_start && kx < kx_end)
+                {
+                    memcpy(dst + kx * in_c, in_batch + (y * in_w + x0 + kx * dil_w) * in_c, (size_t)in_c);
+                }
+                else
+                {
+                    memset(dst + kx * in_c, pad, (size_t)in_c);
+                }
+            }
+        }
+        dst += row_bytes;
+    }
+}
+
+/* Scratch bytes of the DSP convolution (pointwise: the 2-row column; else also 2 int8 fields). */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_conv_buffer_size(const cmsis_nn_dims *input_dims,
+                                                        const cmsis_nn_dims *filter_dims,
+                                                        const int32_t pointwise)
+{
+    const int32_t depth = filter_dims->h * filter_dims->w * input_dims->c;
+    const int32_t col = 4 * pockmcu_dsp_col_words(depth, 2);
+    return pointwise ? col : col + ((2 * depth + 3) & ~3);
+}
+
+/* Whether a convolution is pointwise (1x1 filter, stride 1, no padding; dilation is then moot). */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_is_pointwise(const cmsis_nn_conv_params *conv_params,
+                                                    const cmsis_nn_dims *input_dims,
+                                                    const cmsis_nn_dims *filter_dims,
+                                                    const cmsis_nn_dims *output_dims)
+{
+    return filter_dims->h == 1 && filter_dims->w == 1 && conv_params->stride.h == 1 && conv_params->stride.w == 1 &&
+        conv_params->padding.h == 0 && conv_params->padding.w == 0 && output_dims->h == input_dims->h &&
+        output_dims->w == input_dims->w;
+}
+
+/* The DSP convolution; returns ARM_CMSIS_NN_NO_IMPL_ERROR when the fast path does not apply (the
+ * kernel then calls the portable one). pointwise: the caller's geometry is pockmcu_dsp_is_pointwise
+ * (the input rows are the columns, no im2col). */
+POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_context *ctx,
+                                                                 const cmsis_nn_conv_params *conv_params,
+                                                                 const cmsis_nn_per_channel_quant_params *quant_params,
+                                                                 const cmsis_nn_dims *input_dims,
+                                                                 const int8_t *input_data,
+                                                                 const cmsis_nn_dims *filter_dims,
+                                                                 const int8_t *filter_data,
+                                                                 const int32_t *bias_data,
+                                                                 const cmsis_nn_dims *output_dims,
+                                                                 int8_t *output_data,
+                                                                 const int32_t pointwise,
+                                                                 const int32_t ort_rounding)
+{
+    const int32_t in_c = input_dims->c;
+    const int32_t out_c = output_dims->c;
+    const int32_t out_hw = output_dims->h * output_dims->w;
+    const int32_t pixels = input_dims->n * out_hw;
+    const int32_t depth = filter_dims->h * filter_dims->w * in_c;
+    const int32_t in_image = input_dims->h * input_dims->w * in_c;
+    const int32_t offset = conv_params->input_offset;
+    const uint32_t offset2 = ((uint32_t)offset & 0xFFFFu) | ((uint32_t)offset << 16);
+    const int8_t pad = (int8_t)(-offset);
+    pockmcu_dsp_requant q;
+    uint32_t *col;
+    int8_t *field_a;
+    int8_t *field_b;
+    int32_t p;
+
+    if (filter_dims->c != in_c || offset < -127 || offset > 128 || ctx == NULL || ctx->buf == NULL ||
+        ctx->size < pockmcu_dsp_conv_buffer_size(input_dims, filter_dims, pointwise) ||
+        (pointwise && !pockmcu_dsp_is_pointwise(conv_params, input_dims, filter_dims, output_dims)) ||
+        conv_params->stride.h < 1 || conv_params->stride.w < 1 || conv_params->dilation.h < 1 ||
+        conv_params->dilation.w < 1 ||
+        (!ort_rounding && pockmcu_dsp_has_min_multiplier(quant_params->multiplier, out_c)))
+    {
+        return ARM_CMSIS_NN_NO_IMPL_ERROR;
+    }
+    q.bias = bias_data;
+    q.multiplier = quant_params->multiplier;
+    q.shift = quant_params->shift;
+    q.output_offset = conv_params->output_offset;
+    q.act_min = conv_params->activation.min;
+    q.act_max = conv_params->activation.max;
+    col = (uint32_t *)ctx->buf;
+    field_a = (int8_t *)(col + pockmcu_dsp_col_words(depth, 2));
+    field_b = field_a + depth;
+
+    for (p = 0; p + 2 <= pixels; p += 2)
+    {
+        const int8_t *a;
+        const int8_t *b;
+        if (pointwise)
+        {
+            a = input_data + p * in_c;
+            b = a + in_c;
+        }
+        else
+        {
+            const int32_t ra = p % out_hw;
+            const int32_t rb = (p + 1) % out_hw;
+            pockmcu_dsp_im2col(input_data + (p / out_hw) * in_image,
+                               input_dims,
+                               filter_dims,
+                               conv_params,
+                               ra / output_dims->w,
+                               ra % output_dims->w,
+                               pad,
+                               field_a);
+            pockmcu_dsp_im2col(input_data + ((p + 1) / out_hw) * in_image,
+                               input_dims,
+                               filter_dims,
+                               conv_params,
+                               rb / output_dims->w,
+                               rb % output_dims->w,
+                               pad,
+                               field_b);
+            a = field_a;
+            b = field_b;
+        }
+        pockmcu_dsp_expand_2(a, b, depth, offset2, offset, col);
+        pockmcu_dsp_rows_2(col,
+                           filter_data,
+                           depth,
+                           out_c,
+                           &q,
+                           output_data + p * out_c,
+                           output_data + (p + 1) * out_c,
+                           1,
+                           ort_rounding);
+    }
+    if (p < pixels)
+    {
+        const int8_t *a = input_data + p * in_c;
+        if (!pointwise)
+        {
+            const int32_t ra = p % out_hw;
+            pockmcu_dsp_im2col(input_data + (p / out_hw) * in_image,
+                               input_dims,
+                               filter_dims,
+                               conv_params,
+                               ra / output_dims->w,
+                               ra % output_dims->w,
+                               pad,
+                               field_a);
+            a = field_a;
+        }
+        pockmcu_dsp_expand_1(a, depth, offset2, offset, col);
+        pockmcu_dsp_rows_1(col, filter_data, depth, out_c, &q, output_data + p * out_c, 1, ort_rounding);
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+
+/* Scratch bytes of the DSP fully connected layer: the column of two batches (one when there is one). */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_fc_buffer_size(const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims)
+{
+    return 4 * pockmcu_dsp_col_words(filter_dims->n, input_dims->n > 1 ? 2 : 1);
+}
+
+/* The DSP fully connected layer (per_channel, ort_rounding constants); ARM_CMSIS_NN_NO_IMPL_ERROR
+ * when the fast path does not apply. */
+POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_fc_s8_loops(const cmsis_nn_context *ctx,
+                                                               const cmsis_nn_fc_params *fc_params,
+                                                               const int32_t *multiplier,
+                                                               const int32_t *shift,
+                                                               const cmsis_nn_dims *input_dims,
+                                                               const int8_t *input_data,
+                                                               const cmsis_nn_dims *filter_dims,
+                                                               const int8_t *filter_data,
+                                                               const int32_t *bias_data,
+                                                               const cmsis_nn_dims *output_dims,
+                                                               int8_t *output_data,
+                                                               const int32_t per_channel,
+                                                               const int32_t ort_rounding)
+{
+    const int32_t batches = input_dims->n;
+    const int32_t depth = filter_dims->n;
+    const int32_t out_c = output_dims->c;
+    const int32_t offset = fc_params->input_offset;
+    const uint32_t offset2 = ((uint32_t)offset & 0xFFFFu) | ((uint32_t)offset << 16);
+    pockmcu_dsp_requant q;
+    uint32_t *col;
+    int32_t b;
+
+    if (fc_params->filter_offset != 0 || offset < -127 || offset > 128 || ctx == NULL || ctx->buf == NULL ||
+        ctx->size < pockmcu_dsp_fc_buffer_size(input_dims, filter_dims) ||
+        (!ort_rounding && pockmcu_dsp_has_min_multiplier(multiplier, per_channel ? out_c : 1)))
+    {
+        return ARM_CMSIS_NN_NO_IMPL_ERROR;
+    }
+    q.bias = bias_data;
+    q.multiplier = multiplier;
+    q.shift = shift;
+    q.output_offset = fc_params->output_offset;
+    q.act_min = fc_params->activation.min;
+    q.act_max = fc_params->activation.max;
+    col = (uint32_t *)ctx->buf;
+
+    for (b = 0; b + 2 <= batches; b += 2)
+    {
+        const int8_t *in = input_data + b * depth;
+        pockmcu_dsp_expand_2(in, in + depth, depth, offset2, offset, col);
+        pockmcu_dsp_rows_2(col,
+                           filter_data,
+                           depth,
+                           out_c,
+                           &q,
+                           output_data + b * out_c,
+                           output_data + (b + 1) * out_c,
+                           per_channel,
+                           ort_rounding);
+    }
+    if (b < batches)
+    {
+        pockmcu_dsp_expand_1(input_data + b * depth, depth, offset2, offset, col);
+        pockmcu_dsp_rows_1(col, filter_data, depth, out_c, &q, output_data + b * out_c, per_channel, ort_rounding);
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+
+#endif /* POCKMCU_DSP_LOOPS_H */
