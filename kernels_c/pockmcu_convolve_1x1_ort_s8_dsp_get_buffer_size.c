@@ -10,6 +10,5 @@ int32_t pockmcu_convolve_1x1_ort_s8_dsp_get_buffer_size(const cmsis_nn_conv_para
                                                         const cmsis_nn_dims *output_dims)
 {
     (void)conv_params;
-    (void)output_dims;
-    return pockmcu_dsp_conv_buffer_size(input_dims, filter_dims, 1);
+    return pockmcu_dsp_conv_buffer_size(input_dims, filter_dims, output_dims, 1);
 }

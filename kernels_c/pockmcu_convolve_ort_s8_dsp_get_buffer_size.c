@@ -1,6 +1,6 @@
 /*
- * pockmcu_convolve_ort_s8_dsp_get_buffer_size - scratch bytes of pockmcu_convolve_ort_s8_dsp: the int16 column of two
- * output pixels and their int8 receptive fields (pockmcu_dsp_conv_buffer_size).
+ * pockmcu_convolve_ort_s8_dsp_get_buffer_size - scratch bytes of pockmcu_convolve_ort_s8_dsp: the int16 column of four
+ * output pixels (fewer when there are fewer) and one int8 receptive field (pockmcu_dsp_conv_buffer_size).
  */
 #include "pockmcu_dsp_loops.h"
 
@@ -10,6 +10,5 @@ int32_t pockmcu_convolve_ort_s8_dsp_get_buffer_size(const cmsis_nn_conv_params *
                                                     const cmsis_nn_dims *output_dims)
 {
     (void)conv_params;
-    (void)output_dims;
-    return pockmcu_dsp_conv_buffer_size(input_dims, filter_dims, 0);
+    return pockmcu_dsp_conv_buffer_size(input_dims, filter_dims, output_dims, 0);
 }

@@ -50,25 +50,60 @@
     #define POCKMCU_DSP_INLINE static inline
 #endif
 
-/* Scratch words of the expanded column of `rows` (1 or 2) rows of `depth` values. */
+/* Scratch words of the expanded column of `rows` (1, 2 or 4) rows of `depth` values. */
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_col_words(int32_t depth, int32_t rows)
 {
     return rows * ((depth >> 2) * 2 + (depth & 3));
 }
 
-/* TFLM's MultiplyByQuantizedMultiplier (double rounding) for mult != INT32_MIN. */
-POCKMCU_DSP_INLINE int32_t pockmcu_dsp_requantize(int32_t acc, int32_t mult, int32_t shift)
+/* TFLM's MultiplyByQuantizedMultiplier (double rounding) for mult != INT32_MIN, split into what depends on
+ * the channel (pockmcu_dsp_channel, computed once per channel) and what depends on the accumulator. */
+typedef struct
 {
-    const int32_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    const int64_t prod = (int64_t)pockmcu_wrap_shl(acc, left) * (int64_t)mult + ((int64_t)1 << 30);
-    const int32_t high = (int32_t)(prod >> 31);
-    const int32_t mask = (int32_t)(((uint32_t)1 << right) - 1u);
-    const int32_t threshold = (mask >> 1) + (int32_t)((uint32_t)high >> 31);
-    return (high >> right) + ((high & mask) > threshold ? 1 : 0);
+    int32_t mult;   /* multiplier (TFLM) or mantissa (onnxruntime) */
+    int32_t shift;  /* shift (TFLM) or exponent (onnxruntime) */
+    int32_t left;   /* max(shift, 0) */
+    int32_t right;  /* max(-shift, 0) */
+    int32_t nudge;  /* 2^(right - 1) when right > 0 */
+    int32_t right1; /* right - 1 when right > 0 */
+} pockmcu_dsp_channel;
+
+POCKMCU_DSP_INLINE pockmcu_dsp_channel pockmcu_dsp_channel_of(int32_t mult, int32_t shift)
+{
+    pockmcu_dsp_channel c;
+    c.mult = mult;
+    c.shift = shift;
+    c.left = shift > 0 ? shift : 0;
+    c.right = shift > 0 ? 0 : -shift;
+    c.nudge = c.right > 0 ? (int32_t)((uint32_t)1 << (c.right - 1)) : 0;
+    c.right1 = c.right > 0 ? c.right - 1 : 0;
+    return c;
 }
 
-/* Requantization and output stage of the kernels. */
+/* TFLM: RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(acc * 2^left, mult), right).
+ * - (x * m + 2^30) >> 31 is SaturatingRoundingDoublingHighMul(x, m) for all x, m but x = m = INT32_MIN
+ *   (a floor of the nudged product equals its truncation toward zero with gemmlowp's signed nudge);
+ * - RoundingDivideByPOT(h, r) for r > 0 (round half away from zero) is floor((h + 2^(r-1) - [h < 0]) / 2^r),
+ *   and floor(floor(P / 2^31) + n) / 2^r) = floor((P + n 2^31) / 2^(31 + r)): so both roundings are one 64-bit
+ *   sum (no int32 overflow for any h), whose high word shifted right by r - 1 is the result. h < 0 exactly
+ *   when the nudged 64-bit product is negative. left > 0 implies right = 0. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_requantize(int32_t acc, const pockmcu_dsp_channel *c)
+{
+    if (c->right == 0)
+    {
+        const int64_t p = (int64_t)pockmcu_wrap_shl(acc, c->left) * (int64_t)c->mult + ((int64_t)1 << 30);
+        return (int32_t)(p >> 31);
+    }
+    else
+    {
+        const int64_t p0 = (int64_t)acc * (int64_t)c->mult + ((int64_t)1 << 30);
+        const int32_t nudge = c->nudge + (int32_t)(p0 >> 63);
+        const int64_t p = p0 + (int64_t)((uint64_t)(uint32_t)nudge << 31);
+        return (int32_t)(p >> 32) >> c->right1;
+    }
+}
+
+/* Bias, requantization and output stage of the kernels. */
 typedef struct
 {
     const int32_t *bias;       /* NULL: none */
@@ -79,10 +114,25 @@ typedef struct
     int32_t act_max;
 } pockmcu_dsp_requant;
 
-POCKMCU_DSP_INLINE int8_t
-pockmcu_dsp_out(int32_t acc, int32_t mult, int32_t shift, const pockmcu_dsp_requant *q, const int32_t ort_rounding)
+/* Requantization constants of output channel o (per_channel constant). */
+POCKMCU_DSP_INLINE pockmcu_dsp_channel pockmcu_dsp_channel_at(const pockmcu_dsp_requant *q,
+                                                              int32_t o,
+                                                              const int32_t per_channel)
 {
-    int32_t v = ort_rounding ? pockmcu_requantize_ort(acc, mult, shift) : pockmcu_dsp_requantize(acc, mult, shift);
+    return pockmcu_dsp_channel_of(q->multiplier[per_channel ? o : 0], q->shift[per_channel ? o : 0]);
+}
+
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_bias_at(const pockmcu_dsp_requant *q, int32_t o)
+{
+    return q->bias != NULL ? q->bias[o] : 0;
+}
+
+POCKMCU_DSP_INLINE int8_t pockmcu_dsp_out(int32_t acc,
+                                          const pockmcu_dsp_channel *c,
+                                          const pockmcu_dsp_requant *q,
+                                          const int32_t ort_rounding)
+{
+    int32_t v = ort_rounding ? pockmcu_requantize_ort(acc, c->mult, c->shift) : pockmcu_dsp_requantize(acc, c);
     v += q->output_offset;
     return (int8_t)pockmcu_clamp_i32(v, q->act_min, q->act_max);
 }
@@ -101,47 +151,89 @@ POCKMCU_DSP_INLINE int32_t pockmcu_dsp_has_min_multiplier(const int32_t *mult, i
     return 0;
 }
 
-/* One row of `depth` int8 values plus offset as a column (layout in the header comment); returns
- * the word after it. offset2: the offset in both 16-bit lanes. */
-POCKMCU_DSP_INLINE void
-pockmcu_dsp_expand_1(const int8_t *src, int32_t depth, uint32_t offset2, int32_t offset, uint32_t *dst)
+/* Row r of a column of `rows` rows: `depth` int8 values plus offset (offset2: the offset in both 16-bit
+ * lanes). Per group of four values (x0 x1 x2 x3) the column holds, row after row, the words (x0, x2) and
+ * (x1, x3) as int16 lanes (2 * rows words a group); then the depth % 4 last values, one word each, row
+ * after row per value. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_expand(const int8_t *src,
+                                           int32_t depth,
+                                           uint32_t offset2,
+                                           int32_t offset,
+                                           int32_t rows,
+                                           int32_t r,
+                                           uint32_t *col)
 {
+    uint32_t *dst = col + 2 * r;
     int32_t g;
     for (g = depth >> 2; g > 0; g--)
     {
         const uint32_t v = pockmcu_read_s8x4_ia(&src);
         dst[0] = pockmcu_sxtab16(offset2, v);
         dst[1] = pockmcu_sxtab16_ror8(offset2, v);
-        dst += 2;
+        dst += 2 * rows;
     }
+    dst -= r;
     for (g = depth & 3; g > 0; g--)
     {
-        *dst++ = (uint32_t)((int32_t)*src++ + offset);
+        *dst = (uint32_t)((int32_t)*src++ + offset);
+        dst += rows;
     }
 }
 
-/* Two rows a, b interleaved: per group of four values the words a(x0, x2) a(x1, x3) b(x0, x2)
- * b(x1, x3), then the depth % 4 last values as pairs of words a_j, b_j. */
+/* One group of four depth values of the 4-row column (read at col, which advances by 8 words) against one
+ * weight word v: s[r] += 4 products. */
+#define POCKMCU_DSP_STEP_4X1(col, v, s0, s1, s2, s3)                                                                   \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        const uint32_t w02_ = pockmcu_sxtb16(v);                                                                       \
+        const uint32_t w13_ = pockmcu_sxtb16_ror8(v);                                                                  \
+        uint32_t x02_, x13_;                                                                                           \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s0 = pockmcu_smlad(x02_, w02_, s0);                                                                            \
+        s0 = pockmcu_smlad(x13_, w13_, s0);                                                                            \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s1 = pockmcu_smlad(x02_, w02_, s1);                                                                            \
+        s1 = pockmcu_smlad(x13_, w13_, s1);                                                                            \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s2 = pockmcu_smlad(x02_, w02_, s2);                                                                            \
+        s2 = pockmcu_smlad(x13_, w13_, s2);                                                                            \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s3 = pockmcu_smlad(x02_, w02_, s3);                                                                            \
+        s3 = pockmcu_smlad(x13_, w13_, s3);                                                                            \
+    } while (0)
+
+/* s[r] = bias + row r of the 4-row column . filter row w, r < 4: 16 MACs per weight word, 8 depth values
+ * per iteration. */
 POCKMCU_DSP_INLINE void
-pockmcu_dsp_expand_2(const int8_t *a, const int8_t *b, int32_t depth, uint32_t offset2, int32_t offset, uint32_t *dst)
+pockmcu_dsp_dot_4x1(const uint32_t *col, const int8_t *w, int32_t depth, int32_t bias, int32_t *s)
 {
+    int32_t a0 = bias, a1 = bias, a2 = bias, a3 = bias;
     int32_t g;
-    for (g = depth >> 2; g > 0; g--)
+    for (g = depth >> 3; g > 0; g--)
     {
-        const uint32_t va = pockmcu_read_s8x4_ia(&a);
-        const uint32_t vb = pockmcu_read_s8x4_ia(&b);
-        dst[0] = pockmcu_sxtab16(offset2, va);
-        dst[1] = pockmcu_sxtab16_ror8(offset2, va);
-        dst[2] = pockmcu_sxtab16(offset2, vb);
-        dst[3] = pockmcu_sxtab16_ror8(offset2, vb);
-        dst += 4;
+        const uint32_t v0 = pockmcu_read_s8x4_ia(&w);
+        const uint32_t v1 = pockmcu_read_s8x4_ia(&w);
+        POCKMCU_DSP_STEP_4X1(col, v0, a0, a1, a2, a3);
+        POCKMCU_DSP_STEP_4X1(col, v1, a0, a1, a2, a3);
+    }
+    if (depth & 4)
+    {
+        const uint32_t v0 = pockmcu_read_s8x4_ia(&w);
+        POCKMCU_DSP_STEP_4X1(col, v0, a0, a1, a2, a3);
     }
     for (g = depth & 3; g > 0; g--)
     {
-        dst[0] = (uint32_t)((int32_t)*a++ + offset);
-        dst[1] = (uint32_t)((int32_t)*b++ + offset);
-        dst += 2;
+        const uint32_t u = (uint32_t)(int32_t)*w++;
+        a0 = pockmcu_smlabb(col[0], u, a0);
+        a1 = pockmcu_smlabb(col[1], u, a1);
+        a2 = pockmcu_smlabb(col[2], u, a2);
+        a3 = pockmcu_smlabb(col[3], u, a3);
+        col += 4;
     }
+    s[0] = a0;
+    s[1] = a1;
+    s[2] = a2;
+    s[3] = a3;
 }
 
 /* s[r][c] += row r of the 2-row column . filter row c (wa, wb), over depth values. */
@@ -269,15 +361,52 @@ POCKMCU_DSP_INLINE int32_t pockmcu_dsp_dot_1x1(const uint32_t *col, const int8_t
     return s;
 }
 
-/* Every output channel of two rows (col: pockmcu_dsp_expand_2 layout) into out_a and out_b.
- * per_channel and ort_rounding are constants at every call. */
+/* Output channels per pass of pockmcu_dsp_rows_4: their accumulators wait on the stack, so that the matrix
+ * multiply and the requantization each run with the registers to themselves. */
+#define POCKMCU_DSP_CHUNK 8
+
+/* Every output channel of four rows (a 4-row column) into out + r * out_stride, r < 4. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_rows_4(const uint32_t *col,
+                                           const int8_t *filter,
+                                           int32_t depth,
+                                           int32_t out_c,
+                                           const pockmcu_dsp_requant *q,
+                                           int8_t *out,
+                                           int32_t out_stride,
+                                           const int32_t per_channel,
+                                           const int32_t ort_rounding)
+{
+    int32_t acc[4 * POCKMCU_DSP_CHUNK];
+    const int8_t *w = filter;
+    int32_t o0, i;
+    for (o0 = 0; o0 < out_c; o0 += POCKMCU_DSP_CHUNK)
+    {
+        const int32_t n = out_c - o0 < POCKMCU_DSP_CHUNK ? out_c - o0 : POCKMCU_DSP_CHUNK;
+        for (i = 0; i < n; i++)
+        {
+            pockmcu_dsp_dot_4x1(col, w, depth, pockmcu_dsp_bias_at(q, o0 + i), acc + 4 * i);
+            w += depth;
+        }
+        for (i = 0; i < n; i++)
+        {
+            const int32_t o = o0 + i;
+            const pockmcu_dsp_channel c = pockmcu_dsp_channel_at(q, o, per_channel);
+            out[o] = pockmcu_dsp_out(acc[4 * i], &c, q, ort_rounding);
+            out[out_stride + o] = pockmcu_dsp_out(acc[4 * i + 1], &c, q, ort_rounding);
+            out[2 * out_stride + o] = pockmcu_dsp_out(acc[4 * i + 2], &c, q, ort_rounding);
+            out[3 * out_stride + o] = pockmcu_dsp_out(acc[4 * i + 3], &c, q, ort_rounding);
+        }
+    }
+}
+
+/* Every output channel of two rows (a 2-row column) into out and out + out_stride. */
 POCKMCU_DSP_INLINE void pockmcu_dsp_rows_2(const uint32_t *col,
                                            const int8_t *filter,
                                            int32_t depth,
                                            int32_t out_c,
                                            const pockmcu_dsp_requant *q,
-                                           int8_t *out_a,
-                                           int8_t *out_b,
+                                           int8_t *out,
+                                           int32_t out_stride,
                                            const int32_t per_channel,
                                            const int32_t ort_rounding)
 {
@@ -285,33 +414,30 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_2(const uint32_t *col,
     int32_t o;
     for (o = 0; o + 2 <= out_c; o += 2)
     {
-        const int32_t b0 = q->bias != NULL ? q->bias[o] : 0;
-        const int32_t b1 = q->bias != NULL ? q->bias[o + 1] : 0;
-        const int32_t m0 = q->multiplier[per_channel ? o : 0];
-        const int32_t m1 = q->multiplier[per_channel ? o + 1 : 0];
-        const int32_t h0 = q->shift[per_channel ? o : 0];
-        const int32_t h1 = q->shift[per_channel ? o + 1 : 0];
+        const int32_t b0 = pockmcu_dsp_bias_at(q, o);
+        const int32_t b1 = pockmcu_dsp_bias_at(q, o + 1);
+        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
+        const pockmcu_dsp_channel c1 = pockmcu_dsp_channel_at(q, o + 1, per_channel);
         int32_t s00 = b0, s01 = b1, s10 = b0, s11 = b1;
         pockmcu_dsp_dot_2x2(col, w, w + depth, depth, &s00, &s01, &s10, &s11);
         w += 2 * depth;
-        out_a[o] = pockmcu_dsp_out(s00, m0, h0, q, ort_rounding);
-        out_a[o + 1] = pockmcu_dsp_out(s01, m1, h1, q, ort_rounding);
-        out_b[o] = pockmcu_dsp_out(s10, m0, h0, q, ort_rounding);
-        out_b[o + 1] = pockmcu_dsp_out(s11, m1, h1, q, ort_rounding);
+        out[o] = pockmcu_dsp_out(s00, &c0, q, ort_rounding);
+        out[o + 1] = pockmcu_dsp_out(s01, &c1, q, ort_rounding);
+        out[out_stride + o] = pockmcu_dsp_out(s10, &c0, q, ort_rounding);
+        out[out_stride + o + 1] = pockmcu_dsp_out(s11, &c1, q, ort_rounding);
     }
     if (o < out_c)
     {
-        const int32_t b0 = q->bias != NULL ? q->bias[o] : 0;
-        const int32_t m0 = q->multiplier[per_channel ? o : 0];
-        const int32_t h0 = q->shift[per_channel ? o : 0];
+        const int32_t b0 = pockmcu_dsp_bias_at(q, o);
+        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
         int32_t s0 = b0, s1 = b0;
         pockmcu_dsp_dot_2x1(col, w, depth, &s0, &s1);
-        out_a[o] = pockmcu_dsp_out(s0, m0, h0, q, ort_rounding);
-        out_b[o] = pockmcu_dsp_out(s1, m0, h0, q, ort_rounding);
+        out[o] = pockmcu_dsp_out(s0, &c0, q, ort_rounding);
+        out[out_stride + o] = pockmcu_dsp_out(s1, &c0, q, ort_rounding);
     }
 }
 
-/* Every output channel of one row (col: pockmcu_dsp_expand_1 layout) into out. */
+/* Every output channel of one row (a 1-row column) into out. */
 POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
                                            const int8_t *filter,
                                            int32_t depth,
@@ -325,21 +451,63 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
     int32_t o;
     for (o = 0; o + 2 <= out_c; o += 2)
     {
-        int32_t s0 = q->bias != NULL ? q->bias[o] : 0;
-        int32_t s1 = q->bias != NULL ? q->bias[o + 1] : 0;
+        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
+        const pockmcu_dsp_channel c1 = pockmcu_dsp_channel_at(q, o + 1, per_channel);
+        int32_t s0 = pockmcu_dsp_bias_at(q, o);
+        int32_t s1 = pockmcu_dsp_bias_at(q, o + 1);
         pockmcu_dsp_dot_1x2(col, w, w + depth, depth, &s0, &s1);
         w += 2 * depth;
-        out[o] =
-            pockmcu_dsp_out(s0, q->multiplier[per_channel ? o : 0], q->shift[per_channel ? o : 0], q, ort_rounding);
-        out[o + 1] = pockmcu_dsp_out(
-            s1, q->multiplier[per_channel ? o + 1 : 0], q->shift[per_channel ? o + 1 : 0], q, ort_rounding);
+        out[o] = pockmcu_dsp_out(s0, &c0, q, ort_rounding);
+        out[o + 1] = pockmcu_dsp_out(s1, &c1, q, ort_rounding);
     }
     if (o < out_c)
     {
-        const int32_t s = pockmcu_dsp_dot_1x1(col, w, depth, q->bias != NULL ? q->bias[o] : 0);
-        out[o] = pockmcu_dsp_out(s, q->multiplier[per_channel ? o : 0], q->shift[per_channel ? o : 0], q, ort_rounding);
+        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
+        const int32_t s = pockmcu_dsp_dot_1x1(col, w, depth, pockmcu_dsp_bias_at(q, o));
+        out[o] = pockmcu_dsp_out(s, &c0, q, ort_rounding);
     }
 }
+
+/* `count` rows (row r from row(r)), 4 at a time, then 2, then 1, each block expanded into col and
+ * multiplied by every filter row; out row r at out + r * out_c. ROW_OF(r) is a statement that sets
+ * `src` to the int8 values of row r (an im2col into a field of scratch, or an input row). */
+#define POCKMCU_DSP_ALL_ROWS(count, ROW_OF)                                                                            \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        int32_t p_ = 0;                                                                                                \
+        int32_t r_;                                                                                                    \
+        for (; p_ + 4 <= (count); p_ += 4)                                                                             \
+        {                                                                                                              \
+            for (r_ = 0; r_ < 4; r_++)                                                                                 \
+            {                                                                                                          \
+                const int8_t *src;                                                                                     \
+                ROW_OF(p_ + r_);                                                                                       \
+                pockmcu_dsp_expand(src, depth, offset2, offset, 4, r_, col);                                           \
+            }                                                                                                          \
+            pockmcu_dsp_rows_4(                                                                                        \
+                col, filter_data, depth, out_c, &q, output_data + p_ * out_c, out_c, per_channel, ort_rounding);       \
+        }                                                                                                              \
+        if (p_ + 2 <= (count))                                                                                         \
+        {                                                                                                              \
+            for (r_ = 0; r_ < 2; r_++)                                                                                 \
+            {                                                                                                          \
+                const int8_t *src;                                                                                     \
+                ROW_OF(p_ + r_);                                                                                       \
+                pockmcu_dsp_expand(src, depth, offset2, offset, 2, r_, col);                                           \
+            }                                                                                                          \
+            pockmcu_dsp_rows_2(                                                                                        \
+                col, filter_data, depth, out_c, &q, output_data + p_ * out_c, out_c, per_channel, ort_rounding);       \
+            p_ += 2;                                                                                                   \
+        }                                                                                                              \
+        if (p_ < (count))                                                                                              \
+        {                                                                                                              \
+            const int8_t *src;                                                                                         \
+            ROW_OF(p_);                                                                                                \
+            pockmcu_dsp_expand(src, depth, offset2, offset, 1, 0, col);                                                \
+            pockmcu_dsp_rows_1(                                                                                        \
+                col, filter_data, depth, out_c, &q, output_data + p_ * out_c, per_channel, ort_rounding);              \
+        }                                                                                                              \
+    } while (0)
 
 /* The int8 receptive field of output pixel (oy, ox) in (ky, kx, c) order, k_h * k_w * in_c bytes;
  * taps outside the image hold pad (the input zero point). */
@@ -401,14 +569,20 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_im2col(const int8_t *in_batch,
     }
 }
 
-/* Scratch bytes of the DSP convolution (pointwise: the 2-row column; else also 2 int8 fields). */
+/* Rows of the DSP kernels' column: 4 when there are 4 or more, else 2 or 1. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_block_rows(int32_t count) { return count >= 4 ? 4 : (count >= 2 ? 2 : 1); }
+
+/* Scratch bytes of the DSP convolution: the column of 4 output pixels (fewer when there are fewer), and
+ * unless pointwise one int8 receptive field. */
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_conv_buffer_size(const cmsis_nn_dims *input_dims,
                                                         const cmsis_nn_dims *filter_dims,
+                                                        const cmsis_nn_dims *output_dims,
                                                         const int32_t pointwise)
 {
     const int32_t depth = filter_dims->h * filter_dims->w * input_dims->c;
-    const int32_t col = 4 * pockmcu_dsp_col_words(depth, 2);
-    return pointwise ? col : col + ((2 * depth + 3) & ~3);
+    const int32_t rows = pockmcu_dsp_block_rows(input_dims->n * output_dims->h * output_dims->w);
+    const int32_t col = 4 * pockmcu_dsp_col_words(depth, rows);
+    return pointwise ? col : col + ((depth + 3) & ~3);
 }
 
 /* Whether a convolution is pointwise (1x1 filter, stride 1, no padding; dilation is then moot). */
@@ -424,7 +598,7 @@ POCKMCU_DSP_INLINE int32_t pockmcu_dsp_is_pointwise(const cmsis_nn_conv_params *
 
 /* The DSP convolution; returns ARM_CMSIS_NN_NO_IMPL_ERROR when the fast path does not apply (the
  * kernel then calls the portable one). pointwise: the caller's geometry is pockmcu_dsp_is_pointwise
- * (the input rows are the columns, no im2col). */
+ * (the input rows are the rows of the matrix, no im2col). */
 POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_context *ctx,
                                                                  const cmsis_nn_conv_params *conv_params,
                                                                  const cmsis_nn_per_channel_quant_params *quant_params,
@@ -438,9 +612,11 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_
                                                                  const int32_t pointwise,
                                                                  const int32_t ort_rounding)
 {
+    const int32_t per_channel = 1;
     const int32_t in_c = input_dims->c;
     const int32_t out_c = output_dims->c;
-    const int32_t out_hw = output_dims->h * output_dims->w;
+    const int32_t out_w = output_dims->w;
+    const int32_t out_hw = output_dims->h * out_w;
     const int32_t pixels = input_dims->n * out_hw;
     const int32_t depth = filter_dims->h * filter_dims->w * in_c;
     const int32_t in_image = input_dims->h * input_dims->w * in_c;
@@ -449,12 +625,10 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_
     const int8_t pad = (int8_t)(-offset);
     pockmcu_dsp_requant q;
     uint32_t *col;
-    int8_t *field_a;
-    int8_t *field_b;
-    int32_t p;
+    int8_t *field;
 
-    if (filter_dims->c != in_c || offset < -127 || offset > 128 || ctx == NULL || ctx->buf == NULL ||
-        ctx->size < pockmcu_dsp_conv_buffer_size(input_dims, filter_dims, pointwise) ||
+    if (filter_dims->c != in_c || filter_dims->n != out_c || offset < -127 || offset > 128 || ctx == NULL ||
+        ctx->buf == NULL || ctx->size < pockmcu_dsp_conv_buffer_size(input_dims, filter_dims, output_dims, pointwise) ||
         (pointwise && !pockmcu_dsp_is_pointwise(conv_params, input_dims, filter_dims, output_dims)) ||
         conv_params->stride.h < 1 || conv_params->stride.w < 1 || conv_params->dilation.h < 1 ||
         conv_params->dilation.w < 1 ||
@@ -469,78 +643,40 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_
     q.act_min = conv_params->activation.min;
     q.act_max = conv_params->activation.max;
     col = (uint32_t *)ctx->buf;
-    field_a = (int8_t *)(col + pockmcu_dsp_col_words(depth, 2));
-    field_b = field_a + depth;
+    field = (int8_t *)(col + pockmcu_dsp_col_words(depth, pockmcu_dsp_block_rows(pixels)));
 
-    for (p = 0; p + 2 <= pixels; p += 2)
+    if (pointwise)
     {
-        const int8_t *a;
-        const int8_t *b;
-        if (pointwise)
-        {
-            a = input_data + p * in_c;
-            b = a + in_c;
-        }
-        else
-        {
-            const int32_t ra = p % out_hw;
-            const int32_t rb = (p + 1) % out_hw;
-            pockmcu_dsp_im2col(input_data + (p / out_hw) * in_image,
-                               input_dims,
-                               filter_dims,
-                               conv_params,
-                               ra / output_dims->w,
-                               ra % output_dims->w,
-                               pad,
-                               field_a);
-            pockmcu_dsp_im2col(input_data + ((p + 1) / out_hw) * in_image,
-                               input_dims,
-                               filter_dims,
-                               conv_params,
-                               rb / output_dims->w,
-                               rb % output_dims->w,
-                               pad,
-                               field_b);
-            a = field_a;
-            b = field_b;
-        }
-        pockmcu_dsp_expand_2(a, b, depth, offset2, offset, col);
-        pockmcu_dsp_rows_2(col,
-                           filter_data,
-                           depth,
-                           out_c,
-                           &q,
-                           output_data + p * out_c,
-                           output_data + (p + 1) * out_c,
-                           1,
-                           ort_rounding);
+#define POCKMCU_DSP_INPUT_ROW(p) src = input_data + (p)*in_c
+        POCKMCU_DSP_ALL_ROWS(pixels, POCKMCU_DSP_INPUT_ROW);
+#undef POCKMCU_DSP_INPUT_ROW
     }
-    if (p < pixels)
+    else
     {
-        const int8_t *a = input_data + p * in_c;
-        if (!pointwise)
-        {
-            const int32_t ra = p % out_hw;
-            pockmcu_dsp_im2col(input_data + (p / out_hw) * in_image,
-                               input_dims,
-                               filter_dims,
-                               conv_params,
-                               ra / output_dims->w,
-                               ra % output_dims->w,
-                               pad,
-                               field_a);
-            a = field_a;
-        }
-        pockmcu_dsp_expand_1(a, depth, offset2, offset, col);
-        pockmcu_dsp_rows_1(col, filter_data, depth, out_c, &q, output_data + p * out_c, 1, ort_rounding);
+#define POCKMCU_DSP_FIELD_ROW(p)                                                                                       \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        const int32_t in_img_ = (p) % out_hw;                                                                          \
+        pockmcu_dsp_im2col(input_data + ((p) / out_hw) * in_image,                                                     \
+                           input_dims,                                                                                 \
+                           filter_dims,                                                                                \
+                           conv_params,                                                                                \
+                           in_img_ / out_w,                                                                            \
+                           in_img_ % out_w,                                                                            \
+                           pad,                                                                                        \
+                           field);                                                                                     \
+        src = field;                                                                                                   \
+    } while (0)
+        POCKMCU_DSP_ALL_ROWS(pixels, POCKMCU_DSP_FIELD_ROW);
+#undef POCKMCU_DSP_FIELD_ROW
     }
     return ARM_CMSIS_NN_SUCCESS;
 }
 
-/* Scratch bytes of the DSP fully connected layer: the column of two batches (one when there is one). */
+/* Scratch bytes of the DSP fully connected layer: the column of 4 batches (fewer when there are fewer). */
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_fc_buffer_size(const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims)
 {
-    return 4 * pockmcu_dsp_col_words(filter_dims->n, input_dims->n > 1 ? 2 : 1);
+    return 4 * pockmcu_dsp_col_words(filter_dims->n, pockmcu_dsp_block_rows(input_dims->n));
 }
 
 /* The DSP fully connected layer (per_channel, ort_rounding constants); ARM_CMSIS_NN_NO_IMPL_ERROR
@@ -566,7 +702,6 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_fc_s8_loops(const cmsis_nn_co
     const uint32_t offset2 = ((uint32_t)offset & 0xFFFFu) | ((uint32_t)offset << 16);
     pockmcu_dsp_requant q;
     uint32_t *col;
-    int32_t b;
 
     if (fc_params->filter_offset != 0 || offset < -127 || offset > 128 || ctx == NULL || ctx->buf == NULL ||
         ctx->size < pockmcu_dsp_fc_buffer_size(input_dims, filter_dims) ||
@@ -581,26 +716,9 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_fc_s8_loops(const cmsis_nn_co
     q.act_min = fc_params->activation.min;
     q.act_max = fc_params->activation.max;
     col = (uint32_t *)ctx->buf;
-
-    for (b = 0; b + 2 <= batches; b += 2)
-    {
-        const int8_t *in = input_data + b * depth;
-        pockmcu_dsp_expand_2(in, in + depth, depth, offset2, offset, col);
-        pockmcu_dsp_rows_2(col,
-                           filter_data,
-                           depth,
-                           out_c,
-                           &q,
-                           output_data + b * out_c,
-                           output_data + (b + 1) * out_c,
-                           per_channel,
-                           ort_rounding);
-    }
-    if (b < batches)
-    {
-        pockmcu_dsp_expand_1(input_data + b * depth, depth, offset2, offset, col);
-        pockmcu_dsp_rows_1(col, filter_data, depth, out_c, &q, output_data + b * out_c, per_channel, ort_rounding);
-    }
+#define POCKMCU_DSP_BATCH_ROW(p) src = input_data + (p)*depth
+    POCKMCU_DSP_ALL_ROWS(batches, POCKMCU_DSP_BATCH_ROW);
+#undef POCKMCU_DSP_BATCH_ROW
     return ARM_CMSIS_NN_SUCCESS;
 }
 

@@ -170,4 +170,24 @@ POCKMCU_SIMD_INLINE uint32_t pockmcu_pkhbt(uint32_t x, uint32_t y) { return (x &
 /* PKHTB x, y, ASR #16: hi(y) in the low lane, hi(x) in the high lane. */
 POCKMCU_SIMD_INLINE uint32_t pockmcu_pkhtb(uint32_t x, uint32_t y) { return (x & 0xFFFF0000u) | (y >> 16); }
 
+/* -- dspconv (issue 13): loads for the DSP convolution / fully connected kernels (pockmcu_dsp_loops.h) -- */
+
+/* LDRD with post-increment: the words p[0] and p[1] of a word-aligned p, then p += 2. GCC's Cortex-M
+ * tuning splits 64-bit loads into two LDRs; this is the one instruction. */
+POCKMCU_SIMD_INLINE void pockmcu_read_u32x2_ia(const uint32_t **p, uint32_t *lo, uint32_t *hi)
+{
+#if POCKMCU_HAS_DSP
+    const uint32_t *q = *p;
+    uint32_t a, b;
+    __asm__("ldrd %0, %1, [%2], #8" : "=&r"(a), "=&r"(b), "+r"(q) : "m"(q[0]), "m"(q[1]));
+    *lo = a;
+    *hi = b;
+    *p = q;
+#else
+    *lo = (*p)[0];
+    *hi = (*p)[1];
+    *p += 2;
+#endif
+}
+
 #endif /* POCKMCU_SIMD_H */

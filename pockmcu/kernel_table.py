@@ -119,8 +119,8 @@ TABLE["FULLY_CONNECTED"] = TABLE["FULLY_CONNECTED"] + (
     _k("pockmcu_fully_connected_per_channel_ort_s8_dsp", "onnxruntime", "per_channel", ("dsp",)),
 )
 #: the DSP kernels above -> how their scratch is sized (Conv2D / FullyConnected.scratch_bytes, the C
-#: *_get_buffer_size): "conv_1x1" the int16 column of 2 pixels, "conv" that plus their int8 im2col fields,
-#: "fc" the column of 2 batches (1 when there is one)
+#: *_get_buffer_size): "conv_1x1" the int16 column of 4 pixels, "conv" that plus one int8 im2col field,
+#: "fc" the column of 4 batches (fewer when there are fewer)
 DSP_SCRATCH = {
     "pockmcu_convolve_1x1_s8_dsp": "conv_1x1", "pockmcu_convolve_1x1_ort_s8_dsp": "conv_1x1",
     "pockmcu_convolve_s8_dsp": "conv", "pockmcu_convolve_ort_s8_dsp": "conv",
@@ -129,6 +129,8 @@ DSP_SCRATCH = {
 }
 
 
-def dsp_column_bytes(depth: int, rows: int) -> int:
-    """Bytes of the DSP kernels' int16 column of ``rows`` rows of ``depth`` values (pockmcu_dsp_col_words)."""
+def dsp_column_bytes(depth: int, count: int) -> int:
+    """Bytes of the DSP kernels' int16 column for ``count`` rows of ``depth`` values: 4 rows at a time, 2 or 1
+    when there are fewer (pockmcu_dsp_block_rows, pockmcu_dsp_col_words)."""
+    rows = 4 if count >= 4 else 2 if count >= 2 else 1
     return 4 * rows * ((depth >> 2) * 2 + (depth & 3))

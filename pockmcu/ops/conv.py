@@ -187,8 +187,8 @@ class Conv2D(_WindowOp):
         return "1x1" if is_1x1(g, op) else ""
 
     def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
-        """The DSP kernels' scratch (pockmcu_dsp_conv_buffer_size): the int16 column of two output
-        pixels, plus their int8 receptive fields unless pointwise; the portable kernels need none. Sized
+        """The DSP kernels' scratch (pockmcu_dsp_conv_buffer_size): the int16 column of four output
+        pixels, plus one int8 receptive field unless pointwise; the portable kernels need none. Sized
         for the kernel the table picks for g's features (a split-stored layer then runs the portable
         split kernel and leaves its scratch unused)."""
         if g.library != "pockmcu":
@@ -196,9 +196,9 @@ class Conv2D(_WindowOp):
         kind = DSP_SCRATCH.get(choose(self.kind, self.kernel, g.numerics, g.features, self.shape_class(g, op)).function)
         if kind is None:
             return 0
-        w = g.t(operand(op, "weights"))
+        w, y = g.t(operand(op, "weights")), g.t(op.outputs[0])
         depth = int(w.shape[1] * w.shape[2] * g.t(op.inputs[0]).shape[3])
-        return dsp_column_bytes(depth, 2) + (0 if kind == "conv_1x1" else (2 * depth + 3) // 4 * 4)
+        return dsp_column_bytes(depth, int(np.prod(y.shape[:3]))) + (0 if kind == "conv_1x1" else (depth + 3) // 4 * 4)
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)

@@ -121,13 +121,13 @@ class FullyConnected(OpDef):
         return "per_channel" if g.t(operand(op, "weights")).quant.per_channel else "per_tensor"
 
     def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
-        """The DSP kernels' scratch (pockmcu_dsp_fc_buffer_size): the int16 column of two batches (one
-        when there is one); the portable kernels need none."""
+        """The DSP kernels' scratch (pockmcu_dsp_fc_buffer_size): the int16 column of four batches (fewer
+        when there are fewer); the portable kernels need none."""
         if g.library != "pockmcu":
             return super().scratch_bytes(g, op, in_place)
         if choose(self.kind, self.kernel, g.numerics, g.features, self.quant_class(g, op)).function not in DSP_SCRATCH:
             return 0
-        return dsp_column_bytes(int(op.prepared.in_features), 2 if op.prepared.batches > 1 else 1)
+        return dsp_column_bytes(int(op.prepared.in_features), int(op.prepared.batches))
 
     def emit(self, g: Graph, op: Op, cg) -> Emission:
         a = op.prepared
