@@ -56,16 +56,16 @@ POCKMCU_DSP_INLINE int32_t pockmcu_dsp_col_words(int32_t depth, int32_t rows)
     return rows * ((depth >> 2) * 2 + (depth & 3));
 }
 
-/* TFLM's MultiplyByQuantizedMultiplier (double rounding) for mult != INT32_MIN, split into what depends on
- * the channel (pockmcu_dsp_channel, computed once per channel) and what depends on the accumulator. */
+/* TFLM's MultiplyByQuantizedMultiplier (double rounding) for mult >= 0, split into what depends on the
+ * channel (pockmcu_dsp_channel, computed once per channel) and what depends on the accumulator. */
 typedef struct
 {
     int32_t mult;   /* multiplier (TFLM) or mantissa (onnxruntime) */
     int32_t shift;  /* shift (TFLM) or exponent (onnxruntime) */
     int32_t left;   /* max(shift, 0) */
     int32_t right;  /* max(-shift, 0) */
-    int32_t nudge;  /* 2^(right - 1) when right > 0 */
     int32_t right1; /* right - 1 when right > 0 */
+    int64_t base;   /* 2^30 + 2^(right - 1) * 2^31 when right > 0 */
 } pockmcu_dsp_channel;
 
 POCKMCU_DSP_INLINE pockmcu_dsp_channel pockmcu_dsp_channel_of(int32_t mult, int32_t shift)
@@ -75,18 +75,23 @@ POCKMCU_DSP_INLINE pockmcu_dsp_channel pockmcu_dsp_channel_of(int32_t mult, int3
     c.shift = shift;
     c.left = shift > 0 ? shift : 0;
     c.right = shift > 0 ? 0 : -shift;
-    c.nudge = c.right > 0 ? (int32_t)((uint32_t)1 << (c.right - 1)) : 0;
     c.right1 = c.right > 0 ? c.right - 1 : 0;
+    /* 2^30 + 2^(right + 30) as its two words (no variable 64-bit shift) */
+    c.base = (int64_t)(((uint64_t)(c.right >= 2 ? (uint32_t)1 << (c.right - 2) : 0u) << 32) |
+                       (c.right == 1 ? 0xC0000000u : 0x40000000u));
     return c;
 }
 
-/* TFLM: RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(acc * 2^left, mult), right).
- * - (x * m + 2^30) >> 31 is SaturatingRoundingDoublingHighMul(x, m) for all x, m but x = m = INT32_MIN
- *   (a floor of the nudged product equals its truncation toward zero with gemmlowp's signed nudge);
- * - RoundingDivideByPOT(h, r) for r > 0 (round half away from zero) is floor((h + 2^(r-1) - [h < 0]) / 2^r),
- *   and floor(floor(P / 2^31) + n) / 2^r) = floor((P + n 2^31) / 2^(31 + r)): so both roundings are one 64-bit
- *   sum (no int32 overflow for any h), whose high word shifted right by r - 1 is the result. h < 0 exactly
- *   when the nudged 64-bit product is negative. left > 0 implies right = 0. */
+/* TFLM: RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(acc * 2^left, mult), right), mult >= 0.
+ * - floor((x * m + 2^30) / 2^31) is SaturatingRoundingDoublingHighMul(x, m) for all x, m but
+ *   x = m = INT32_MIN (the floor of the nudged product equals gemmlowp's truncation toward zero with
+ *   its signed nudge);
+ * - RoundingDivideByPOT(h, r), r > 0 (half away from zero), is floor((h + 2^(r-1) - [h < 0]) / 2^r), and
+ *   floor((floor(P / 2^31) + n) / 2^r) = floor((P + n 2^31) / 2^(31 + r)): both roundings are one 64-bit
+ *   multiply-accumulate (SMLAL, no int32 overflow for any h) whose high word shifted right by r - 1 is the
+ *   result. [h < 0] may be read as [acc < 0] when m >= 0: they differ only when acc * m lies in
+ *   [-2^30, 0), where both sums floor to 0.
+ * left > 0 implies right = 0. */
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_requantize(int32_t acc, const pockmcu_dsp_channel *c)
 {
     if (c->right == 0)
@@ -96,9 +101,10 @@ POCKMCU_DSP_INLINE int32_t pockmcu_dsp_requantize(int32_t acc, const pockmcu_dsp
     }
     else
     {
-        const int64_t p0 = (int64_t)acc * (int64_t)c->mult + ((int64_t)1 << 30);
-        const int32_t nudge = c->nudge + (int32_t)(p0 >> 63);
-        const int64_t p = p0 + (int64_t)((uint64_t)(uint32_t)nudge << 31);
+        /* base - 2^31 when acc < 0, as 2^31 - 2^32 (one AND, ADDS, ADC on the halves) */
+        const int64_t init =
+            c->base + (int64_t)((uint32_t)acc & 0x80000000u) + (int64_t)(acc >> 31) * ((int64_t)1 << 32);
+        const int64_t p = init + (int64_t)acc * (int64_t)c->mult;
         return (int32_t)(p >> 32) >> c->right1;
     }
 }
@@ -134,16 +140,19 @@ POCKMCU_DSP_INLINE int8_t pockmcu_dsp_out(int32_t acc,
 {
     int32_t v = ort_rounding ? pockmcu_requantize_ort(acc, c->mult, c->shift) : pockmcu_dsp_requantize(acc, c);
     v += q->output_offset;
-    return (int8_t)pockmcu_clamp_i32(v, q->act_min, q->act_max);
+    v = v < q->act_min ? q->act_min : v; /* = pockmcu_clamp_i32 as act_min <= act_max (checked on entry) */
+    v = v > q->act_max ? q->act_max : v;
+    return (int8_t)v;
 }
 
-/* Whether a multiplier array holds INT32_MIN (the one value the fast TFLM requantization differs on). */
-POCKMCU_DSP_INLINE int32_t pockmcu_dsp_has_min_multiplier(const int32_t *mult, int32_t n)
+/* Whether a multiplier array holds a negative value (QuantizeMultiplier never makes one; the fast TFLM
+ * requantization assumes none). */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_has_negative_multiplier(const int32_t *mult, int32_t n)
 {
     int32_t i;
     for (i = 0; i < n; i++)
     {
-        if (mult[i] == POCKMCU_INT32_MIN)
+        if (mult[i] < 0)
         {
             return 1;
         }
@@ -320,12 +329,11 @@ pockmcu_dsp_dot_1x2(const uint32_t *col, const int8_t *wa, const int8_t *wb, int
 {
     int32_t a0 = *s0, a1 = *s1;
     int32_t g;
+    uint32_t x02, x13, v;
     for (g = depth >> 2; g > 0; g--)
     {
-        const uint32_t x02 = col[0];
-        const uint32_t x13 = col[1];
-        uint32_t v = pockmcu_read_s8x4_ia(&wa);
-        col += 2;
+        pockmcu_read_u32x2_ia(&col, &x02, &x13);
+        v = pockmcu_read_s8x4_ia(&wa);
         a0 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a0);
         a0 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a0);
         v = pockmcu_read_s8x4_ia(&wb);
@@ -377,8 +385,9 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_4(const uint32_t *col,
                                            const int32_t ort_rounding)
 {
     int32_t acc[4 * POCKMCU_DSP_CHUNK];
+    int8_t stage[4 * POCKMCU_DSP_CHUNK];
     const int8_t *w = filter;
-    int32_t o0, i;
+    int32_t o0, i, r;
     for (o0 = 0; o0 < out_c; o0 += POCKMCU_DSP_CHUNK)
     {
         const int32_t n = out_c - o0 < POCKMCU_DSP_CHUNK ? out_c - o0 : POCKMCU_DSP_CHUNK;
@@ -387,14 +396,29 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_4(const uint32_t *col,
             pockmcu_dsp_dot_4x1(col, w, depth, pockmcu_dsp_bias_at(q, o0 + i), acc + 4 * i);
             w += depth;
         }
+        /* outputs go to stage[r][i] (constant offsets), then row by row to out */
         for (i = 0; i < n; i++)
         {
-            const int32_t o = o0 + i;
-            const pockmcu_dsp_channel c = pockmcu_dsp_channel_at(q, o, per_channel);
-            out[o] = pockmcu_dsp_out(acc[4 * i], &c, q, ort_rounding);
-            out[out_stride + o] = pockmcu_dsp_out(acc[4 * i + 1], &c, q, ort_rounding);
-            out[2 * out_stride + o] = pockmcu_dsp_out(acc[4 * i + 2], &c, q, ort_rounding);
-            out[3 * out_stride + o] = pockmcu_dsp_out(acc[4 * i + 3], &c, q, ort_rounding);
+            const pockmcu_dsp_channel c = pockmcu_dsp_channel_at(q, o0 + i, per_channel);
+            int8_t *s = stage + i;
+            s[0] = pockmcu_dsp_out(acc[4 * i], &c, q, ort_rounding);
+            s[POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 1], &c, q, ort_rounding);
+            s[2 * POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 2], &c, q, ort_rounding);
+            s[3 * POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 3], &c, q, ort_rounding);
+        }
+        if (n == POCKMCU_DSP_CHUNK)
+        {
+            for (r = 0; r < 4; r++)
+            {
+                memcpy(out + r * out_stride + o0, stage + r * POCKMCU_DSP_CHUNK, POCKMCU_DSP_CHUNK);
+            }
+        }
+        else
+        {
+            for (r = 0; r < 4; r++)
+            {
+                memcpy(out + r * out_stride + o0, stage + r * POCKMCU_DSP_CHUNK, (size_t)n);
+            }
         }
     }
 }
@@ -627,12 +651,13 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_
     uint32_t *col;
     int8_t *field;
 
-    if (filter_dims->c != in_c || filter_dims->n != out_c || offset < -127 || offset > 128 || ctx == NULL ||
-        ctx->buf == NULL || ctx->size < pockmcu_dsp_conv_buffer_size(input_dims, filter_dims, output_dims, pointwise) ||
+    if (filter_dims->c != in_c || filter_dims->n != out_c || offset < -127 || offset > 128 ||
+        conv_params->activation.min > conv_params->activation.max || ctx == NULL || ctx->buf == NULL ||
+        ctx->size < pockmcu_dsp_conv_buffer_size(input_dims, filter_dims, output_dims, pointwise) ||
         (pointwise && !pockmcu_dsp_is_pointwise(conv_params, input_dims, filter_dims, output_dims)) ||
         conv_params->stride.h < 1 || conv_params->stride.w < 1 || conv_params->dilation.h < 1 ||
         conv_params->dilation.w < 1 ||
-        (!ort_rounding && pockmcu_dsp_has_min_multiplier(quant_params->multiplier, out_c)))
+        (!ort_rounding && pockmcu_dsp_has_negative_multiplier(quant_params->multiplier, out_c)))
     {
         return ARM_CMSIS_NN_NO_IMPL_ERROR;
     }
@@ -703,9 +728,10 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_fc_s8_loops(const cmsis_nn_co
     pockmcu_dsp_requant q;
     uint32_t *col;
 
-    if (fc_params->filter_offset != 0 || offset < -127 || offset > 128 || ctx == NULL || ctx->buf == NULL ||
+    if (fc_params->filter_offset != 0 || offset < -127 || offset > 128 ||
+        fc_params->activation.min > fc_params->activation.max || ctx == NULL || ctx->buf == NULL ||
         ctx->size < pockmcu_dsp_fc_buffer_size(input_dims, filter_dims) ||
-        (!ort_rounding && pockmcu_dsp_has_min_multiplier(multiplier, per_channel ? out_c : 1)))
+        (!ort_rounding && pockmcu_dsp_has_negative_multiplier(multiplier, per_channel ? out_c : 1)))
     {
         return ARM_CMSIS_NN_NO_IMPL_ERROR;
     }
