@@ -1,6 +1,6 @@
 /*
  * pockmcu_convolve_1x1_ort_s8_dsp_get_buffer_size - scratch bytes of pockmcu_convolve_1x1_ort_s8_dsp: the int16 column
- * of two output pixels (pockmcu_dsp_conv_buffer_size).
+ * of four output pixels, fewer when there are fewer (pockmcu_dsp_conv_buffer_size).
  */
 #include "pockmcu_dsp_loops.h"
 

@@ -1,5 +1,5 @@
 /*
- * pockmcu_convolve_s8_dsp - int8 convolution of any filter size, stride, dilation and padding (im2col of two output
+ * pockmcu_convolve_s8_dsp - int8 convolution of any filter size, stride, dilation and padding (im2col of four output
  * pixels + matrix multiply), TFLite Micro's numerics.
  *
  * Armv7E-M / Armv8-M DSP kernel (SXTAB16, SXTB16, SMLAD; portable C with the same bits on other cores and

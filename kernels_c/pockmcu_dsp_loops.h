@@ -18,20 +18,21 @@
  *   A pointwise convolution expands its input rows directly; any other convolution first gathers
  *   the receptive field of the pixel into int8 (im2col; padding taps hold the input zero point
  *   -input_offset, which the offset turns into 0).
- * - Register blocking: 2 rows x 2 output channels = 4 accumulators; per 4 depth values 2 loads
- *   of the column (8 bytes each), 2 weight words, 4 sign extensions and 8 SMLAD for 16 MACs.
- *   Odd rows / channels run 2x1, 1x2 and 1x1 versions of the same loop; the depth % 4 last values
- *   are stored one per word and multiplied by SMLABB.
- * - Requantization: TFLite Micro's double rounding MultiplyByQuantizedMultiplier, computed with one
- *   64-bit multiply-accumulate (SMLAL): (x * m + 2^30) >> 31 equals gemmlowp's
- *   SaturatingRoundingDoublingHighMul for every x, m except x = m = INT32_MIN, which
- *   QuantizeMultiplier never produces (the kernels give such a call to the portable kernel); or
- *   onnxruntime's (pockmcu_requantize_ort), with ort_rounding set.
+ * - Register blocking: 4 rows x 1 output channel = 4 accumulators; per 4 depth values 4 LDRD of the
+ *   column, 1 weight word, 2 sign extensions and 8 SMLAD for 16 MACs (8 depth values per iteration:
+ *   about 35 instructions for 32 MACs on Cortex-M4). The accumulators of 8 channels wait on the stack
+ *   so that the requantization runs with free registers. The last 1 to 3 rows run 2x2, 2x1, 1x2 and
+ *   1x1 versions of the loop (one FC batch: 1x2); the depth % 4 last values are stored one per word
+ *   and multiplied by SMLABB.
+ * - Requantization: TFLite Micro's double rounding MultiplyByQuantizedMultiplier with both roundings
+ *   in one 64-bit multiply-accumulate (SMLAL; pockmcu_dsp_requantize shows why it is exact for
+ *   multipliers >= 0, which is all QuantizeMultiplier produces); or onnxruntime's
+ *   (pockmcu_requantize_ort), with ort_rounding set.
  *
  * The kernels hand a call to the portable kernel (same bytes, no scratch) when the fast path's
- * preconditions do not hold: -127 <= input_offset <= 128 (an int8 zero point), a multiplier of
- * INT32_MIN, grouped convolution, a non-zero FC filter_offset, or a scratch buffer smaller than the
- * *_get_buffer_size query asks for.
+ * preconditions do not hold: -127 <= input_offset <= 128 (an int8 zero point), multipliers >= 0 (TFLM
+ * numerics), act_min <= act_max, no grouped convolution, a zero FC filter_offset, and a scratch buffer
+ * of the size the *_get_buffer_size query asks for.
  */
 #ifndef POCKMCU_DSP_LOOPS_H
 #define POCKMCU_DSP_LOOPS_H

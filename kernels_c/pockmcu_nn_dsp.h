@@ -9,11 +9,12 @@
  * written with pockmcu_simd.h only: SXTAB16 / SXTB16 / SMLAD on a DSP core, bit-exact portable C
  * elsewhere (Cortex-M3, the host simulation), so every core and the host run the same loops
  * (pockmcu_dsp_loops.h explains them: input offset added while the input is widened to int16 once
- * per output pixel, 2 pixels x 2 output channels per inner loop, any channel count).
+ * per output pixel, 4 pixels x 1 output channel per inner loop, any channel count).
  *
- * When the fast path does not apply (input_offset outside [-127, 128], a multiplier of INT32_MIN,
- * grouped convolution, a non-zero FC filter_offset, no or too small scratch, a "1x1" kernel given
- * another geometry) the kernel calls its portable counterpart, so every call is correct.
+ * When the fast path does not apply (input_offset outside [-127, 128], a negative multiplier (TFLM
+ * numerics), act_min > act_max, grouped convolution, a non-zero FC filter_offset, no or too small
+ * scratch, a "1x1" kernel given another geometry) the kernel calls its portable counterpart, so every
+ * call is correct.
  */
 #ifndef POCKMCU_NN_DSP_H
 #define POCKMCU_NN_DSP_H
@@ -65,7 +66,8 @@ arm_cmsis_nn_status pockmcu_convolve_1x1_s8_dsp(const cmsis_nn_context *ctx,
  * @param[in]      filter_dims    Filter shape [C_OUT, KH, KW, C_IN].
  * @param[in]      output_dims    Not read.
  *
- * @return 4 * (2 * (C_IN / 4) * 2 + 2 * (C_IN % 4)): the int16 column of two output pixels.
+ * @return with R = 4 output pixels (2 or 1 when there are fewer): 4 * R * (2 * (C_IN / 4) + C_IN % 4),
+ *         the int16 column.
  */
 int32_t pockmcu_convolve_1x1_s8_dsp_get_buffer_size(const cmsis_nn_conv_params *conv_params,
                                                     const cmsis_nn_dims *input_dims,
@@ -73,7 +75,7 @@ int32_t pockmcu_convolve_1x1_s8_dsp_get_buffer_size(const cmsis_nn_conv_params *
                                                     const cmsis_nn_dims *output_dims);
 
 /**
- * @brief Convolution of any filter size, stride, dilation and padding: im2col of two output pixels
+ * @brief Convolution of any filter size, stride, dilation and padding: im2col of four output pixels
  *        into scratch, then the matrix multiply; TFLite Micro's numerics (the bytes of arm_convolve_wrapper_s8).
  *
  * @param[in, out] ctx            Scratch, 4-byte aligned, of
@@ -113,8 +115,9 @@ arm_cmsis_nn_status pockmcu_convolve_s8_dsp(const cmsis_nn_context *ctx,
  * @param[in]      filter_dims    Filter shape [C_OUT, KH, KW, C_IN].
  * @param[in]      output_dims    Not read.
  *
- * @return with D = KH * KW * C_IN: 4 * (2 * (D / 4) * 2 + 2 * (D % 4)) (the int16 column of two output
- *         pixels) + 2 * D rounded up to a multiple of 4 (their int8 receptive fields).
+ * @return with D = KH * KW * C_IN and R = 4 output pixels (2 or 1 when there are fewer):
+ *         4 * R * (2 * (D / 4) + D % 4) (the int16 column) + D rounded up to a multiple of 4 (one int8
+ *         receptive field).
  */
 int32_t pockmcu_convolve_s8_dsp_get_buffer_size(const cmsis_nn_conv_params *conv_params,
                                                 const cmsis_nn_dims *input_dims,
@@ -162,7 +165,8 @@ arm_cmsis_nn_status pockmcu_convolve_1x1_ort_s8_dsp(const cmsis_nn_context *ctx,
  * @param[in]      filter_dims    Filter shape [C_OUT, KH, KW, C_IN].
  * @param[in]      output_dims    Not read.
  *
- * @return 4 * (2 * (C_IN / 4) * 2 + 2 * (C_IN % 4)): the int16 column of two output pixels.
+ * @return with R = 4 output pixels (2 or 1 when there are fewer): 4 * R * (2 * (C_IN / 4) + C_IN % 4),
+ *         the int16 column.
  */
 int32_t pockmcu_convolve_1x1_ort_s8_dsp_get_buffer_size(const cmsis_nn_conv_params *conv_params,
                                                         const cmsis_nn_dims *input_dims,
@@ -210,8 +214,9 @@ arm_cmsis_nn_status pockmcu_convolve_ort_s8_dsp(const cmsis_nn_context *ctx,
  * @param[in]      filter_dims    Filter shape [C_OUT, KH, KW, C_IN].
  * @param[in]      output_dims    Not read.
  *
- * @return with D = KH * KW * C_IN: 4 * (2 * (D / 4) * 2 + 2 * (D % 4)) (the int16 column of two output
- *         pixels) + 2 * D rounded up to a multiple of 4 (their int8 receptive fields).
+ * @return with D = KH * KW * C_IN and R = 4 output pixels (2 or 1 when there are fewer):
+ *         4 * R * (2 * (D / 4) + D % 4) (the int16 column) + D rounded up to a multiple of 4 (one int8
+ *         receptive field).
  */
 int32_t pockmcu_convolve_ort_s8_dsp_get_buffer_size(const cmsis_nn_conv_params *conv_params,
                                                     const cmsis_nn_dims *input_dims,
@@ -256,7 +261,7 @@ arm_cmsis_nn_status pockmcu_fully_connected_s8_dsp(const cmsis_nn_context *ctx,
  * @param[in]      input_dims     n = batches.
  * @param[in]      filter_dims    n = D (accumulation depth).
  *
- * @return 4 * R * (2 * (D / 4) + D % 4) with R = 2 rows when n > 1, else 1: the int16 column.
+ * @return 4 * R * (2 * (D / 4) + D % 4) with R = 4 rows when n >= 4, else 2 or 1: the int16 column.
  */
 int32_t pockmcu_fully_connected_s8_dsp_get_buffer_size(const cmsis_nn_dims *input_dims,
                                                        const cmsis_nn_dims *filter_dims);
@@ -299,7 +304,7 @@ arm_cmsis_nn_status pockmcu_fully_connected_per_channel_s8_dsp(const cmsis_nn_co
  * @param[in]      input_dims     n = batches.
  * @param[in]      filter_dims    n = D (accumulation depth).
  *
- * @return 4 * R * (2 * (D / 4) + D % 4) with R = 2 rows when n > 1, else 1: the int16 column.
+ * @return 4 * R * (2 * (D / 4) + D % 4) with R = 4 rows when n >= 4, else 2 or 1: the int16 column.
  */
 int32_t pockmcu_fully_connected_per_channel_s8_dsp_get_buffer_size(const cmsis_nn_dims *input_dims,
                                                                    const cmsis_nn_dims *filter_dims);
@@ -342,7 +347,7 @@ arm_cmsis_nn_status pockmcu_fully_connected_ort_s8_dsp(const cmsis_nn_context *c
  * @param[in]      input_dims     n = batches.
  * @param[in]      filter_dims    n = D (accumulation depth).
  *
- * @return 4 * R * (2 * (D / 4) + D % 4) with R = 2 rows when n > 1, else 1: the int16 column.
+ * @return 4 * R * (2 * (D / 4) + D % 4) with R = 4 rows when n >= 4, else 2 or 1: the int16 column.
  */
 int32_t pockmcu_fully_connected_ort_s8_dsp_get_buffer_size(const cmsis_nn_dims *input_dims,
                                                            const cmsis_nn_dims *filter_dims);
@@ -387,7 +392,7 @@ pockmcu_fully_connected_per_channel_ort_s8_dsp(const cmsis_nn_context *ctx,
  * @param[in]      input_dims     n = batches.
  * @param[in]      filter_dims    n = D (accumulation depth).
  *
- * @return 4 * R * (2 * (D / 4) + D % 4) with R = 2 rows when n > 1, else 1: the int16 column.
+ * @return 4 * R * (2 * (D / 4) + D % 4) with R = 4 rows when n >= 4, else 2 or 1: the int16 column.
  */
 int32_t pockmcu_fully_connected_per_channel_ort_s8_dsp_get_buffer_size(const cmsis_nn_dims *input_dims,
                                                                        const cmsis_nn_dims *filter_dims);
