@@ -1,6 +1,6 @@
 /*
  * pockmcu_fully_connected_ort_s8_dsp_get_buffer_size - scratch bytes of pockmcu_fully_connected_ort_s8_dsp: the int16
- * column of two batches, or of one when there is one (pockmcu_dsp_fc_buffer_size).
+ * column of four batches, fewer when there are fewer (pockmcu_dsp_fc_buffer_size).
  */
 #include "pockmcu_dsp_loops.h"
 
