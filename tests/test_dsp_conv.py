@@ -19,6 +19,7 @@ input offsets -127 and 128, output offsets -128 and 127, activation clamps. Mode
 
 from __future__ import annotations
 
+import json
 import shutil
 import struct
 import subprocess
@@ -27,8 +28,12 @@ import numpy as np
 import pytest
 
 from pockmcu import fixedpoint as fp
+from pockmcu.codegen import write_project
+from pockmcu.compiler import TrainOptions, compile_model, parse_size
+from pockmcu.runner import run_on_target
+from pockmcu.sim import load
 from pockmcu.targets import get_target, instructions_from_ticks
-from tests.conftest import KERNEL_CFLAGS, SANITIZE_CFLAGS
+from tests.conftest import FIXTURES, KERNEL_CFLAGS, SANITIZE_CFLAGS, SHARED, random_inputs, tflm_run
 from tests.qemu_c import FIRMWARE, KERNELS, QEMU_TARGETS, build_program, run_program
 from tests.test_kernels import _rand_act, ref_conv, ref_fc
 
@@ -522,3 +527,83 @@ def test_qemu_mac_per_instruction(tmp_path, target):
         print(f"{target} {name}: DSP {dsp} instructions ({macs / dsp:.3f} MAC/instr), portable {port} "
               f"({macs / port:.3f})")
         assert dsp * 4 < port, (name, dsp, port)
+
+
+# -- model level: the kernel table picks the DSP kernels on DSP cores, and generated models stay exact ---------
+
+KWS = SHARED / "mlperf_kws_dscnn.tflite"
+DSP_NAMES = dict(conv="pockmcu_convolve_s8_dsp", conv_1x1="pockmcu_convolve_1x1_s8_dsp",
+                 fc="pockmcu_fully_connected_s8_dsp")
+PORTABLE_NAMES = dict(conv="arm_convolve_wrapper_s8", conv_1x1="arm_convolve_wrapper_s8", fc="arm_fully_connected_s8")
+
+
+def _gen(path, out, target="qemu-m4", kernels="auto", train=None):
+    c = compile_model(path, ram=parse_size("512KB"), target=target, kernels=kernels, train=train)
+    return c, write_project(c, out)
+
+
+def _step_kernels(out) -> dict[str, str]:
+    return {s["name"]: s["kernel"] for s in json.loads((out / "plan.json").read_text())["steps"]}
+
+
+@pytest.mark.parametrize("target, kernels, names", [("qemu-m4", "auto", DSP_NAMES), ("qemu-m33", "auto", DSP_NAMES),
+                                                    ("qemu-m4", "portable", PORTABLE_NAMES),
+                                                    ("qemu-m3", "auto", PORTABLE_NAMES)])
+def test_kws_plan_names_the_chosen_kernels(tmp_path, target, kernels, names):
+    """KWS: its first conv (10x4, stride 2) is the im2col class, its four 1x1 convs the pointwise class, its FC
+    per-tensor; plan.json, the model.c calls and the planned scratch follow the table for the core."""
+    c, out = _gen(KWS, tmp_path / "kws", target, kernels)
+    steps = _step_kernels(out)
+    assert steps["conv0"] == names["conv"]
+    assert [steps[f"conv{i}"] for i in range(1, 5)] == [names["conv_1x1"]] * 4
+    assert steps["fc0"] == names["fc"]
+    model_c = (out / "model.c").read_text()
+    for f in set(names.values()):
+        assert f"{f}(" in model_c
+    scratch = {op: c.plan.buffer(b).size for op, b in c.plan.scratch.items()}
+    if names is DSP_NAMES:
+        # 1x1: 125 pixels -> the column of 4 rows of 64 channels; conv0: 4 rows of 10*4*1 values + one field
+        assert scratch["conv1"] >= 4 * 4 * 32 and scratch["conv0"] >= 4 * 4 * 20 + 40
+        assert "pockmcu_convolve_1x1_s8_dsp_get_buffer_size(" in model_c
+    else:
+        assert not {"conv0", "conv1", "fc0"} & set(scratch)
+
+
+@pytest.mark.qemu
+def test_kws_host_equals_qemu_and_tflm_with_dsp_kernels(tmp_path):
+    """The host simulation (portable wrappers) and Cortex-M4 (the DSP instructions) give TFLite Micro's bytes."""
+    _, out = _gen(KWS, tmp_path / "kws")
+    assert set(_step_kernels(out).values()) >= set(DSP_NAMES.values())
+    x = random_inputs((1, 49, 10, 1), "int8", 6, seed=3)
+    host = load(out).invoke(x)
+    dev = run_on_target(out, "qemu-m4", x)
+    np.testing.assert_array_equal(dev, host)
+    np.testing.assert_array_equal(host, tflm_run(KWS, x))
+
+
+TRAIN_SPEC = {"bias": "all", "weights": [{"layer": "conv0", "ratio": 1.0}, {"layer": "conv1", "ratio": 1.0},
+                                         {"layer": "conv2", "ratio": 0.5}, {"layer": "fc0", "ratio": 1.0}],
+              "optimizer": {"kind": "sgd", "lr": 0.05, "momentum": 0.0}}
+
+
+@pytest.mark.qemu
+def test_training_with_dsp_kernels_on_ram_weights_host_equals_qemu(tmp_path):
+    """small_cnn trains conv0, conv1 (1x1) and fc0 whole (weights in RAM, read by the DSP kernels, which
+    need no compile-time sums) and conv2 split-stored (the portable split kernel): host and Cortex-M4 end
+    with the same parameter bytes, and they moved."""
+    from pockmcu.train import Data, HostTrainer, train_on_target
+    from pockmcu.training import params
+
+    c, out = _gen(FIXTURES / "small_cnn.tflite", tmp_path / "cnn",
+                  train=TrainOptions(spec=json.dumps(TRAIN_SPEC), loss="xent"))
+    steps = _step_kernels(out)
+    assert steps["conv0"] == DSP_NAMES["conv"] and steps["conv1"] == DSP_NAMES["conv_1x1"]
+    assert steps["fc0"] == DSP_NAMES["fc"] and steps["conv2"] == "pockmcu_convolve_split_s8"
+    rng = np.random.default_rng(2)
+    d = Data(rng.integers(-128, 128, (8, 16, 16, 3)).astype(np.int8), rng.integers(0, 10, 8).astype(np.int32))
+    host = HostTrainer(out)
+    host.train(d, epochs=1, seed=4, log=lambda *_: None)
+    _, raw_dev, _ = train_on_target(out, "qemu-m4", d, epochs=1, seed=4, log=lambda *_: None)
+    assert raw_dev == host.params()
+    initial = params.pack(params.entries(c.train), {t: c.graph.t(t).data for t in c.train.trainable_tensors})
+    assert raw_dev != initial
