@@ -213,16 +213,29 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_expand(const int8_t *src,
     } while (0)
 
 /* s[r] = bias + row r of the 4-row column . filter row w, r < 4: 16 MACs per weight word, 8 depth values
- * per iteration. */
-POCKMCU_DSP_INLINE void
-pockmcu_dsp_dot_4x1(const uint32_t *col, const int8_t *w, int32_t depth, int32_t bias, int32_t *s)
+ * per iteration. aligned (a constant): w is word-aligned and depth % 4 == 0, so the two weight words of an
+ * iteration are one LDRD. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_dot_4x1(const uint32_t *col,
+                                            const int8_t *w,
+                                            int32_t depth,
+                                            int32_t bias,
+                                            int32_t *s,
+                                            const int32_t aligned)
 {
     int32_t a0 = bias, a1 = bias, a2 = bias, a3 = bias;
     int32_t g;
     for (g = depth >> 3; g > 0; g--)
     {
-        const uint32_t v0 = pockmcu_read_s8x4_ia(&w);
-        const uint32_t v1 = pockmcu_read_s8x4_ia(&w);
+        uint32_t v0, v1;
+        if (aligned)
+        {
+            pockmcu_read_s8x8_ia(&w, &v0, &v1);
+        }
+        else
+        {
+            v0 = pockmcu_read_s8x4_ia(&w);
+            v1 = pockmcu_read_s8x4_ia(&w);
+        }
         POCKMCU_DSP_STEP_4X1(col, v0, a0, a1, a2, a3);
         POCKMCU_DSP_STEP_4X1(col, v1, a0, a1, a2, a3);
     }
@@ -231,14 +244,17 @@ pockmcu_dsp_dot_4x1(const uint32_t *col, const int8_t *w, int32_t depth, int32_t
         const uint32_t v0 = pockmcu_read_s8x4_ia(&w);
         POCKMCU_DSP_STEP_4X1(col, v0, a0, a1, a2, a3);
     }
-    for (g = depth & 3; g > 0; g--)
+    if (!aligned)
     {
-        const uint32_t u = (uint32_t)(int32_t)*w++;
-        a0 = pockmcu_smlabb(col[0], u, a0);
-        a1 = pockmcu_smlabb(col[1], u, a1);
-        a2 = pockmcu_smlabb(col[2], u, a2);
-        a3 = pockmcu_smlabb(col[3], u, a3);
-        col += 4;
+        for (g = depth & 3; g > 0; g--)
+        {
+            const uint32_t u = (uint32_t)(int32_t)*w++;
+            a0 = pockmcu_smlabb(col[0], u, a0);
+            a1 = pockmcu_smlabb(col[1], u, a1);
+            a2 = pockmcu_smlabb(col[2], u, a2);
+            a3 = pockmcu_smlabb(col[3], u, a3);
+            col += 4;
+        }
     }
     s[0] = a0;
     s[1] = a1;
@@ -392,10 +408,21 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_4(const uint32_t *col,
     for (o0 = 0; o0 < out_c; o0 += POCKMCU_DSP_CHUNK)
     {
         const int32_t n = out_c - o0 < POCKMCU_DSP_CHUNK ? out_c - o0 : POCKMCU_DSP_CHUNK;
-        for (i = 0; i < n; i++)
+        if ((((uintptr_t)filter) & 3u) == 0u && (depth & 3) == 0)
         {
-            pockmcu_dsp_dot_4x1(col, w, depth, pockmcu_dsp_bias_at(q, o0 + i), acc + 4 * i);
-            w += depth;
+            for (i = 0; i < n; i++)
+            {
+                pockmcu_dsp_dot_4x1(col, w, depth, pockmcu_dsp_bias_at(q, o0 + i), acc + 4 * i, 1);
+                w += depth;
+            }
+        }
+        else
+        {
+            for (i = 0; i < n; i++)
+            {
+                pockmcu_dsp_dot_4x1(col, w, depth, pockmcu_dsp_bias_at(q, o0 + i), acc + 4 * i, 0);
+                w += depth;
+            }
         }
         /* outputs go to stage[r][i] (constant offsets), then row by row to out */
         for (i = 0; i < n; i++)

@@ -190,4 +190,22 @@ POCKMCU_SIMD_INLINE void pockmcu_read_u32x2_ia(const uint32_t **p, uint32_t *lo,
 #endif
 }
 
+/* LDRD with post-increment of eight int8 values at a word-aligned p (the caller guarantees the alignment):
+ * bytes 0..3 in lo, 4..7 in hi, then p += 8. */
+POCKMCU_SIMD_INLINE void pockmcu_read_s8x8_ia(const int8_t **p, uint32_t *lo, uint32_t *hi)
+{
+#if POCKMCU_HAS_DSP
+    const int8_t *q = *p;
+    uint32_t a, b;
+    __asm__("ldrd %0, %1, [%2], #8" : "=&r"(a), "=&r"(b), "+r"(q) : "m"(*(const int8_t(*)[8])q));
+    *lo = a;
+    *hi = b;
+    *p = q;
+#else
+    memcpy(lo, *p, 4);
+    memcpy(hi, *p + 4, 4);
+    *p += 8;
+#endif
+}
+
 #endif /* POCKMCU_SIMD_H */
