@@ -37,6 +37,7 @@
 #include "pockmcu_nn_backward.h"
 #include "pockmcu_nn_data.h"
 #include "pockmcu_nn_dsp_dw.h"
+#include "pockmcu_nn_dsp.h"
 #include "pockmcu_nn_forward.h"
 #include "pockmcu_nn_mve.h"
 #include "pockmcu_nn_ort.h"

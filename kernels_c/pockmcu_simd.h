@@ -247,4 +247,42 @@ POCKMCU_SIMD_INLINE uint32_t pockmcu_pack_s8x4(int32_t a, int32_t b, int32_t c, 
 #endif
 }
 
+/* -- dspconv (issue 13): loads for the DSP convolution / fully connected kernels (pockmcu_dsp_loops.h) -- */
+
+/* LDRD with post-increment: the words p[0] and p[1] of a word-aligned p, then p += 2. GCC's Cortex-M
+ * tuning splits 64-bit loads into two LDRs; this is the one instruction. */
+POCKMCU_SIMD_INLINE void pockmcu_read_u32x2_ia(const uint32_t **p, uint32_t *lo, uint32_t *hi)
+{
+#if POCKMCU_HAS_DSP
+    const uint32_t *q = *p;
+    uint32_t a, b;
+    __asm__("ldrd %0, %1, [%2], #8" : "=&r"(a), "=&r"(b), "+r"(q) : "m"(q[0]), "m"(q[1]));
+    *lo = a;
+    *hi = b;
+    *p = q;
+#else
+    *lo = (*p)[0];
+    *hi = (*p)[1];
+    *p += 2;
+#endif
+}
+
+/* LDRD with post-increment of eight int8 values at a word-aligned p (the caller guarantees the alignment):
+ * bytes 0..3 in lo, 4..7 in hi, then p += 8. */
+POCKMCU_SIMD_INLINE void pockmcu_read_s8x8_ia(const int8_t **p, uint32_t *lo, uint32_t *hi)
+{
+#if POCKMCU_HAS_DSP
+    const int8_t *q = *p;
+    uint32_t a, b;
+    __asm__("ldrd %0, %1, [%2], #8" : "=&r"(a), "=&r"(b), "+r"(q) : "m"(*(const int8_t(*)[8])q));
+    *lo = a;
+    *hi = b;
+    *p = q;
+#else
+    memcpy(lo, *p, 4);
+    memcpy(hi, *p + 4, 4);
+    *p += 8;
+#endif
+}
+
 #endif /* POCKMCU_SIMD_H */

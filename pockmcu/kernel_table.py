@@ -101,6 +101,44 @@ TABLE["CONCATENATION"] = TABLE["CONCATENATION"] + (_k("pockmcu_strided_copy_s8",
 # the input gradient of a copy: copied back, or summed where the forward reads an element more than once
 TABLE["DATA_MOVE_GRAD"] = (_k("pockmcu_strided_copy_f32"), _k("pockmcu_strided_add_f32", variant="add"))
 
+# -- Armv7E-M / Armv8-M DSP kernels of CONV_2D and FULLY_CONNECTED (kernels_c/pockmcu_nn_dsp.h, issue 13) -----
+# CONV_2D's shape class (Conv2D.variant): "1x1" for a pointwise convolution (1x1 filter, stride 1, no
+# padding), whose input rows are already the matrix (no im2col), "" for every other geometry (im2col of two
+# output pixels into scratch, then the same matrix multiply). The rule is exact geometry, not a tuned
+# threshold: on a DSP core both classes beat the portable loop at every shape (the DSP inner loop takes 16
+# MACs in about 24 instructions, the portable one about 5 instructions per MAC), and the pointwise class only
+# saves the im2col copy. Without DSP (Cortex-M3, --kernels portable) both classes run the portable kernels.
+TABLE["CONV_2D"] = TABLE["CONV_2D"] + (
+    _k("arm_convolve_wrapper_s8", "tflm", "1x1"),
+    _k("pockmcu_convolve_ort_s8", "onnxruntime", "1x1"),
+    _k("pockmcu_convolve_1x1_s8_dsp", "tflm", "1x1", ("dsp",)),
+    _k("pockmcu_convolve_s8_dsp", "tflm", "", ("dsp",)),
+    _k("pockmcu_convolve_1x1_ort_s8_dsp", "onnxruntime", "1x1", ("dsp",)),
+    _k("pockmcu_convolve_ort_s8_dsp", "onnxruntime", "", ("dsp",)),
+)
+TABLE["FULLY_CONNECTED"] = TABLE["FULLY_CONNECTED"] + (
+    _k("pockmcu_fully_connected_s8_dsp", "tflm", "per_tensor", ("dsp",)),
+    _k("pockmcu_fully_connected_per_channel_s8_dsp", "tflm", "per_channel", ("dsp",)),
+    _k("pockmcu_fully_connected_ort_s8_dsp", "onnxruntime", "per_tensor", ("dsp",)),
+    _k("pockmcu_fully_connected_per_channel_ort_s8_dsp", "onnxruntime", "per_channel", ("dsp",)),
+)
+#: the DSP kernels above -> how their scratch is sized (Conv2D / FullyConnected.scratch_bytes, the C
+#: *_get_buffer_size): "conv_1x1" the int16 column of 4 pixels, "conv" that plus one int8 im2col field,
+#: "fc" the column of 4 batches (fewer when there are fewer)
+DSP_SCRATCH = {
+    "pockmcu_convolve_1x1_s8_dsp": "conv_1x1", "pockmcu_convolve_1x1_ort_s8_dsp": "conv_1x1",
+    "pockmcu_convolve_s8_dsp": "conv", "pockmcu_convolve_ort_s8_dsp": "conv",
+    "pockmcu_fully_connected_s8_dsp": "fc", "pockmcu_fully_connected_per_channel_s8_dsp": "fc",
+    "pockmcu_fully_connected_ort_s8_dsp": "fc", "pockmcu_fully_connected_per_channel_ort_s8_dsp": "fc",
+}
+
+
+def dsp_column_bytes(depth: int, count: int) -> int:
+    """Bytes of the DSP kernels' int16 column for ``count`` rows of ``depth`` values: 4 rows at a time, 2 or 1
+    when there are fewer (pockmcu_dsp_block_rows, pockmcu_dsp_col_words)."""
+    rows = 4 if count >= 4 else 2 if count >= 2 else 1
+    return 4 * rows * ((depth >> 2) * 2 + (depth & 3))
+
 # -- dspdw: Armv7E-M / Armv8-M DSP depthwise, pooling, ADD (kernels_c/pockmcu_nn_dsp_dw.h) ----------------
 # DEPTHWISE_CONV_2D's variant (ops/conv.py DepthwiseConv2D.variant): "3x3" for a 3x3 filter with channel
 # multiplier 1, no dilation and a scale below 1/2 with a bias its requantization takes exactly (decided at
@@ -126,3 +164,5 @@ TABLE["FULLY_CONNECTED"] = TABLE["FULLY_CONNECTED"] + (
 # the 3x3 shape class on M55: Helium's kernel (the same bytes; it needs no scratch)
 TABLE["DEPTHWISE_CONV_2D"] = TABLE["DEPTHWISE_CONV_2D"] + (_k("pockmcu_depthwise_conv_mve_s8", "tflm", "3x3",
                                                               features=("mve",)),)
+# the pointwise class on M55: Helium's conv kernel reads 1x1 inputs in place (no scratch)
+TABLE["CONV_2D"] = TABLE["CONV_2D"] + (_k("pockmcu_convolve_mve_s8", "tflm", "1x1", ("mve",)),)

@@ -18,7 +18,7 @@ from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
 from ..ccode import SCRATCH, Array, Call, Emission, Local, Ptr, Struct, dims4
 from ..ir import Graph, Op
-from ..kernel_table import choose
+from ..kernel_table import DSP_SCRATCH, choose, dsp_column_bytes
 from .base import SUPPORTED_ACTIVATIONS, OpDef, Window, fused_activation, opdef, operand, register, same_or_valid_pads
 from .training_ops import sgd_update
 
@@ -177,7 +177,28 @@ class Conv2D(_WindowOp):
         param_backward(tb, op, "CONV_2D_GRAD_INPUT", "CONV_2D_WGRAD_UPDATE")
 
     def variant(self, g: Graph, op: Op, cg) -> str:
-        return "split" if cg.head(operand(op, "weights")) else ""
+        """"split" (split-stored trained weights), else the shape class: "1x1" (pointwise) or ""."""
+        return "split" if cg.head(operand(op, "weights")) else self.shape_class(g, op)
+
+    @staticmethod
+    def shape_class(g: Graph, op: Op) -> str:
+        """The kernel table's shape class: "1x1" for a pointwise convolution (a matrix multiply of the
+        input rows, no im2col), "" for any other geometry (kernel_table.py states the rule)."""
+        return "1x1" if is_1x1(g, op) else ""
+
+    def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
+        """The DSP kernels' scratch (pockmcu_dsp_conv_buffer_size): the int16 column of four output
+        pixels, plus one int8 receptive field unless pointwise; the portable kernels need none. Sized
+        for the kernel the table picks for g's features (a split-stored layer then runs the portable
+        split kernel and leaves its scratch unused)."""
+        if g.library != "pockmcu":
+            return super().scratch_bytes(g, op, in_place)
+        kind = DSP_SCRATCH.get(choose(self.kind, self.kernel, g.numerics, g.features, self.shape_class(g, op)).function)
+        if kind is None:
+            return 0
+        w, y = g.t(operand(op, "weights")), g.t(op.outputs[0])
+        depth = int(w.shape[1] * w.shape[2] * g.t(op.inputs[0]).shape[3])
+        return dsp_column_bytes(depth, int(np.prod(y.shape[:3]))) + (0 if kind == "conv_1x1" else (depth + 3) // 4 * 4)
 
     def check(self, g: Graph, op: Op) -> list[str]:
         problems = super().check(g, op)

@@ -17,6 +17,7 @@ from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
 from ..ccode import SCRATCH, Array, Call, Emission, Local, Ptr, Struct
 from ..ir import Graph, Op
+from ..kernel_table import DSP_SCRATCH, choose, dsp_column_bytes
 from .base import SUPPORTED_ACTIVATIONS, OpDef, fused_activation, operand, register
 from .conv import WeightUpdate, _GradOp, finish, param_backward, weight_scales
 from .training_ops import sgd_update
@@ -113,7 +114,20 @@ class FullyConnected(OpDef):
                 f"{list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
 
     def variant(self, g: Graph, op: Op, cg) -> str:
+        return self.quant_class(g, op)
+
+    @staticmethod
+    def quant_class(g: Graph, op: Op) -> str:
         return "per_channel" if g.t(operand(op, "weights")).quant.per_channel else "per_tensor"
+
+    def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
+        """The DSP kernels' scratch (pockmcu_dsp_fc_buffer_size): the int16 column of four batches (fewer
+        when there are fewer); the portable kernels need none."""
+        if g.library != "pockmcu":
+            return super().scratch_bytes(g, op, in_place)
+        if choose(self.kind, self.kernel, g.numerics, g.features, self.quant_class(g, op)).function not in DSP_SCRATCH:
+            return 0
+        return dsp_column_bytes(int(op.prepared.in_features), int(op.prepared.batches))
 
     def emit(self, g: Graph, op: Op, cg) -> Emission:
         a = op.prepared
@@ -137,9 +151,12 @@ class FullyConnected(OpDef):
                   Struct("output_dims", "cmsis_nn_dims", (a.batches, 1, 1, out_f))]
         args = (SCRATCH, Local("params"), Local("quant"), Local("input_dims"), Ptr(x.name), Local("filter_dims"),
                 Ptr(w.name), Local("bias_dims"), Ptr(bias) if bias else "NULL", Local("output_dims"), Ptr(y.name))
-        # every FC kernel's scratch is arm_fully_connected_s8's (the per-channel and onnxruntime ones share it)
-        return Emission(calls=(Call(cg.kernel(op).function, args, status=True),), decls=tuple(decls),
-                        buffer_query=Call("arm_fully_connected_s8_get_buffer_size", (Local("filter_dims"),)))
+        function = cg.kernel(op).function
+        if function in DSP_SCRATCH:     # the DSP kernels size their column by batches and depth
+            query = Call(f"{function}_get_buffer_size", (Local("input_dims"), Local("filter_dims")))
+        else:   # every portable FC kernel's scratch is arm_fully_connected_s8's (none)
+            query = Call("arm_fully_connected_s8_get_buffer_size", (Local("filter_dims"),))
+        return Emission(calls=(Call(function, args, status=True),), decls=tuple(decls), buffer_query=query)
 
 
 # -- training -----------------------------------------------------------------------------------

@@ -1,0 +1,779 @@
+/*
+ * pockmcu_dsp_loops.h - the loops of the DSP int8 convolution and fully connected kernels
+ * (pockmcu_convolve_*_dsp, pockmcu_fully_connected_*_dsp), written only with the wrappers of
+ * pockmcu_simd.h: on a core with the DSP extension (Cortex-M4, M7, M33, M55) they are SXTAB16,
+ * SXTB16 and SMLAD; elsewhere (Cortex-M3, the host simulation) bit-exact portable C, so the host runs
+ * these very loops and its results equal the device's.
+ *
+ * Every kernel is a matrix multiply out[p][o] = requantize(bias[o] + sum_k col[p][k] * w[o][k]) of
+ * "rows" p (output pixels, or FC batches) by filter rows o (output channels, OHWI / [out][in] as
+ * stored: weights are read as the model gives them, in flash or in RAM while they train).
+ *
+ * - Column: the input values of two rows, plus input_offset, are expanded once into int16 lanes in
+ *   the caller's scratch (pockmcu_dsp_expand_2), reordered per group of four values (x0 x1 x2 x3) as
+ *   the words (x0, x2) and (x1, x3): SXTB16 and SXTB16 ROR #8 of a weight word give (w0, w2) and
+ *   (w1, w3), so two SMLAD take four products with no further shuffling. SXTAB16 adds the input
+ *   offset in the same instruction that sign-extends, so the offset costs nothing at run time and
+ *   needs no compile-time sum of the weights (the kernels serve trained weights in RAM unchanged).
+ *   A pointwise convolution expands its input rows directly; any other convolution first gathers
+ *   the receptive field of the pixel into int8 (im2col; padding taps hold the input zero point
+ *   -input_offset, which the offset turns into 0).
+ * - Register blocking: 4 rows x 1 output channel = 4 accumulators; per 4 depth values 4 LDRD of the
+ *   column, 1 weight word, 2 sign extensions and 8 SMLAD for 16 MACs (8 depth values per iteration:
+ *   about 35 instructions for 32 MACs on Cortex-M4). The accumulators of 8 channels wait on the stack
+ *   so that the requantization runs with free registers. The last 1 to 3 rows run 2x2, 2x1, 1x2 and
+ *   1x1 versions of the loop (one FC batch: 1x2); the depth % 4 last values are stored one per word
+ *   and multiplied by SMLABB.
+ * - Requantization: TFLite Micro's double rounding MultiplyByQuantizedMultiplier with both roundings
+ *   in one 64-bit multiply-accumulate (SMLAL; pockmcu_dsp_requantize shows why it is exact for
+ *   multipliers >= 0, which is all QuantizeMultiplier produces); or onnxruntime's
+ *   (pockmcu_requantize_ort), with ort_rounding set.
+ *
+ * The kernels hand a call to the portable kernel (same bytes, no scratch) when the fast path's
+ * preconditions do not hold: -127 <= input_offset <= 128 (an int8 zero point), multipliers >= 0 (TFLM
+ * numerics), act_min <= act_max, no grouped convolution, a zero FC filter_offset, and a scratch buffer
+ * of the size the *_get_buffer_size query asks for.
+ */
+#ifndef POCKMCU_DSP_LOOPS_H
+#define POCKMCU_DSP_LOOPS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "pockmcu_nn.h"
+#include "pockmcu_nn_support_ort.h"
+#include "pockmcu_nn_support_tflm.h"
+#include "pockmcu_simd.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+    #define POCKMCU_DSP_INLINE static inline __attribute__((always_inline))
+#else
+    #define POCKMCU_DSP_INLINE static inline
+#endif
+
+/* Scratch words of the expanded column of `rows` (1, 2 or 4) rows of `depth` values. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_col_words(int32_t depth, int32_t rows)
+{
+    return rows * ((depth >> 2) * 2 + (depth & 3));
+}
+
+/* TFLM's MultiplyByQuantizedMultiplier (double rounding) for mult >= 0, split into what depends on the
+ * channel (pockmcu_dsp_channel, computed once per channel) and what depends on the accumulator. */
+typedef struct
+{
+    int32_t mult;   /* multiplier (TFLM) or mantissa (onnxruntime) */
+    int32_t shift;  /* shift (TFLM) or exponent (onnxruntime) */
+    int32_t left;   /* max(shift, 0) */
+    int32_t right;  /* max(-shift, 0) */
+    int32_t right1; /* right - 1 when right > 0 */
+    int64_t base;   /* 2^30 + 2^(right - 1) * 2^31 when right > 0 */
+} pockmcu_dsp_channel;
+
+POCKMCU_DSP_INLINE pockmcu_dsp_channel pockmcu_dsp_channel_of(int32_t mult, int32_t shift)
+{
+    pockmcu_dsp_channel c;
+    c.mult = mult;
+    c.shift = shift;
+    c.left = shift > 0 ? shift : 0;
+    c.right = shift > 0 ? 0 : -shift;
+    c.right1 = c.right > 0 ? c.right - 1 : 0;
+    /* 2^30 + 2^(right + 30) as its two words (no variable 64-bit shift) */
+    c.base = (int64_t)(((uint64_t)(c.right >= 2 ? (uint32_t)1 << (c.right - 2) : 0u) << 32) |
+                       (c.right == 1 ? 0xC0000000u : 0x40000000u));
+    return c;
+}
+
+/* TFLM: RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(acc * 2^left, mult), right), mult >= 0.
+ * - floor((x * m + 2^30) / 2^31) is SaturatingRoundingDoublingHighMul(x, m) for all x, m but
+ *   x = m = INT32_MIN (the floor of the nudged product equals gemmlowp's truncation toward zero with
+ *   its signed nudge);
+ * - RoundingDivideByPOT(h, r), r > 0 (half away from zero), is floor((h + 2^(r-1) - [h < 0]) / 2^r), and
+ *   floor((floor(P / 2^31) + n) / 2^r) = floor((P + n 2^31) / 2^(31 + r)): both roundings are one 64-bit
+ *   multiply-accumulate (SMLAL, no int32 overflow for any h) whose high word shifted right by r - 1 is the
+ *   result. [h < 0] may be read as [acc < 0] when m >= 0: they differ only when acc * m lies in
+ *   [-2^30, 0), where both sums floor to 0.
+ * left > 0 implies right = 0. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_requantize(int32_t acc, const pockmcu_dsp_channel *c)
+{
+    if (c->right == 0)
+    {
+        const int64_t p = (int64_t)pockmcu_wrap_shl(acc, c->left) * (int64_t)c->mult + ((int64_t)1 << 30);
+        return (int32_t)(p >> 31);
+    }
+    else
+    {
+        /* base - 2^31 when acc < 0, as 2^31 - 2^32 (one AND, ADDS, ADC on the halves) */
+        const int64_t init =
+            c->base + (int64_t)((uint32_t)acc & 0x80000000u) + (int64_t)(acc >> 31) * ((int64_t)1 << 32);
+        const int64_t p = init + (int64_t)acc * (int64_t)c->mult;
+        return (int32_t)(p >> 32) >> c->right1;
+    }
+}
+
+/* Bias, requantization and output stage of the kernels. */
+typedef struct
+{
+    const int32_t *bias;       /* NULL: none */
+    const int32_t *multiplier; /* per channel, or [0] for all */
+    const int32_t *shift;
+    int32_t output_offset;
+    int32_t act_min;
+    int32_t act_max;
+} pockmcu_dsp_requant;
+
+/* Requantization constants of output channel o (per_channel constant). */
+POCKMCU_DSP_INLINE pockmcu_dsp_channel pockmcu_dsp_channel_at(const pockmcu_dsp_requant *q,
+                                                              int32_t o,
+                                                              const int32_t per_channel)
+{
+    return pockmcu_dsp_channel_of(q->multiplier[per_channel ? o : 0], q->shift[per_channel ? o : 0]);
+}
+
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_bias_at(const pockmcu_dsp_requant *q, int32_t o)
+{
+    return q->bias != NULL ? q->bias[o] : 0;
+}
+
+POCKMCU_DSP_INLINE int8_t pockmcu_dsp_out(int32_t acc,
+                                          const pockmcu_dsp_channel *c,
+                                          const pockmcu_dsp_requant *q,
+                                          const int32_t ort_rounding)
+{
+    int32_t v = ort_rounding ? pockmcu_requantize_ort(acc, c->mult, c->shift) : pockmcu_dsp_requantize(acc, c);
+    v += q->output_offset;
+    v = v < q->act_min ? q->act_min : v; /* = pockmcu_clamp_i32 as act_min <= act_max (checked on entry) */
+    v = v > q->act_max ? q->act_max : v;
+    return (int8_t)v;
+}
+
+/* Whether a multiplier array holds a negative value (QuantizeMultiplier never makes one; the fast TFLM
+ * requantization assumes none). */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_has_negative_multiplier(const int32_t *mult, int32_t n)
+{
+    int32_t i;
+    for (i = 0; i < n; i++)
+    {
+        if (mult[i] < 0)
+        {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Row r of a column of `rows` rows: `depth` int8 values plus offset (offset2: the offset in both 16-bit
+ * lanes). Per group of four values (x0 x1 x2 x3) the column holds, row after row, the words (x0, x2) and
+ * (x1, x3) as int16 lanes (2 * rows words a group); then the depth % 4 last values, one word each, row
+ * after row per value. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_expand(const int8_t *src,
+                                           int32_t depth,
+                                           uint32_t offset2,
+                                           int32_t offset,
+                                           int32_t rows,
+                                           int32_t r,
+                                           uint32_t *col)
+{
+    uint32_t *dst = col + 2 * r;
+    int32_t g;
+    for (g = depth >> 2; g > 0; g--)
+    {
+        const uint32_t v = pockmcu_read_s8x4_ia(&src);
+        dst[0] = pockmcu_sxtab16(offset2, v);
+        dst[1] = pockmcu_sxtab16_ror8(offset2, v);
+        dst += 2 * rows;
+    }
+    dst -= r;
+    for (g = depth & 3; g > 0; g--)
+    {
+        *dst = (uint32_t)((int32_t)*src++ + offset);
+        dst += rows;
+    }
+}
+
+/* One group of four depth values of the 4-row column (read at col, which advances by 8 words) against one
+ * weight word v: s[r] += 4 products. */
+#define POCKMCU_DSP_STEP_4X1(col, v, s0, s1, s2, s3)                                                                   \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        const uint32_t w02_ = pockmcu_sxtb16(v);                                                                       \
+        const uint32_t w13_ = pockmcu_sxtb16_ror8(v);                                                                  \
+        uint32_t x02_, x13_;                                                                                           \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s0 = pockmcu_smlad(x02_, w02_, s0);                                                                            \
+        s0 = pockmcu_smlad(x13_, w13_, s0);                                                                            \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s1 = pockmcu_smlad(x02_, w02_, s1);                                                                            \
+        s1 = pockmcu_smlad(x13_, w13_, s1);                                                                            \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s2 = pockmcu_smlad(x02_, w02_, s2);                                                                            \
+        s2 = pockmcu_smlad(x13_, w13_, s2);                                                                            \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s3 = pockmcu_smlad(x02_, w02_, s3);                                                                            \
+        s3 = pockmcu_smlad(x13_, w13_, s3);                                                                            \
+    } while (0)
+
+/* s[r] = bias + row r of the 4-row column . filter row w, r < 4: 16 MACs per weight word, 8 depth values
+ * per iteration. aligned (a constant): w is word-aligned and depth % 4 == 0, so the two weight words of an
+ * iteration are one LDRD. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_dot_4x1(const uint32_t *col,
+                                            const int8_t *w,
+                                            int32_t depth,
+                                            int32_t bias,
+                                            int32_t *s,
+                                            const int32_t aligned)
+{
+    int32_t a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+    int32_t g;
+    for (g = depth >> 3; g > 0; g--)
+    {
+        uint32_t v0, v1;
+        if (aligned)
+        {
+            pockmcu_read_s8x8_ia(&w, &v0, &v1);
+        }
+        else
+        {
+            v0 = pockmcu_read_s8x4_ia(&w);
+            v1 = pockmcu_read_s8x4_ia(&w);
+        }
+        POCKMCU_DSP_STEP_4X1(col, v0, a0, a1, a2, a3);
+        POCKMCU_DSP_STEP_4X1(col, v1, a0, a1, a2, a3);
+    }
+    if (depth & 4)
+    {
+        const uint32_t v0 = pockmcu_read_s8x4_ia(&w);
+        POCKMCU_DSP_STEP_4X1(col, v0, a0, a1, a2, a3);
+    }
+    if (!aligned)
+    {
+        for (g = depth & 3; g > 0; g--)
+        {
+            const uint32_t u = (uint32_t)(int32_t)*w++;
+            a0 = pockmcu_smlabb(col[0], u, a0);
+            a1 = pockmcu_smlabb(col[1], u, a1);
+            a2 = pockmcu_smlabb(col[2], u, a2);
+            a3 = pockmcu_smlabb(col[3], u, a3);
+            col += 4;
+        }
+    }
+    s[0] = a0;
+    s[1] = a1;
+    s[2] = a2;
+    s[3] = a3;
+}
+
+/* s[r][c] += row r of the 2-row column . filter row c (wa, wb), over depth values. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_dot_2x2(const uint32_t *col,
+                                            const int8_t *wa,
+                                            const int8_t *wb,
+                                            int32_t depth,
+                                            int32_t *s00,
+                                            int32_t *s01,
+                                            int32_t *s10,
+                                            int32_t *s11)
+{
+    int32_t a00 = *s00, a01 = *s01, a10 = *s10, a11 = *s11;
+    int32_t g;
+    for (g = depth >> 2; g > 0; g--)
+    {
+        const uint32_t x02 = col[0];
+        const uint32_t x13 = col[1];
+        const uint32_t y02 = col[2];
+        const uint32_t y13 = col[3];
+        uint32_t w = pockmcu_read_s8x4_ia(&wa);
+        uint32_t w02 = pockmcu_sxtb16(w);
+        uint32_t w13 = pockmcu_sxtb16_ror8(w);
+        col += 4;
+        a00 = pockmcu_smlad(x02, w02, a00);
+        a00 = pockmcu_smlad(x13, w13, a00);
+        a10 = pockmcu_smlad(y02, w02, a10);
+        a10 = pockmcu_smlad(y13, w13, a10);
+        w = pockmcu_read_s8x4_ia(&wb);
+        w02 = pockmcu_sxtb16(w);
+        w13 = pockmcu_sxtb16_ror8(w);
+        a01 = pockmcu_smlad(x02, w02, a01);
+        a01 = pockmcu_smlad(x13, w13, a01);
+        a11 = pockmcu_smlad(y02, w02, a11);
+        a11 = pockmcu_smlad(y13, w13, a11);
+    }
+    for (g = depth & 3; g > 0; g--)
+    {
+        const uint32_t u = (uint32_t)(int32_t)*wa++;
+        const uint32_t v = (uint32_t)(int32_t)*wb++;
+        a00 = pockmcu_smlabb(col[0], u, a00);
+        a01 = pockmcu_smlabb(col[0], v, a01);
+        a10 = pockmcu_smlabb(col[1], u, a10);
+        a11 = pockmcu_smlabb(col[1], v, a11);
+        col += 2;
+    }
+    *s00 = a00;
+    *s01 = a01;
+    *s10 = a10;
+    *s11 = a11;
+}
+
+/* s[r] += row r of the 2-row column . filter row w. */
+POCKMCU_DSP_INLINE void
+pockmcu_dsp_dot_2x1(const uint32_t *col, const int8_t *w, int32_t depth, int32_t *s0, int32_t *s1)
+{
+    int32_t a0 = *s0, a1 = *s1;
+    int32_t g;
+    for (g = depth >> 2; g > 0; g--)
+    {
+        const uint32_t v = pockmcu_read_s8x4_ia(&w);
+        const uint32_t w02 = pockmcu_sxtb16(v);
+        const uint32_t w13 = pockmcu_sxtb16_ror8(v);
+        a0 = pockmcu_smlad(col[0], w02, a0);
+        a0 = pockmcu_smlad(col[1], w13, a0);
+        a1 = pockmcu_smlad(col[2], w02, a1);
+        a1 = pockmcu_smlad(col[3], w13, a1);
+        col += 4;
+    }
+    for (g = depth & 3; g > 0; g--)
+    {
+        const uint32_t u = (uint32_t)(int32_t)*w++;
+        a0 = pockmcu_smlabb(col[0], u, a0);
+        a1 = pockmcu_smlabb(col[1], u, a1);
+        col += 2;
+    }
+    *s0 = a0;
+    *s1 = a1;
+}
+
+/* s[c] += the 1-row column . filter row c (wa, wb). */
+POCKMCU_DSP_INLINE void
+pockmcu_dsp_dot_1x2(const uint32_t *col, const int8_t *wa, const int8_t *wb, int32_t depth, int32_t *s0, int32_t *s1)
+{
+    int32_t a0 = *s0, a1 = *s1;
+    int32_t g;
+    uint32_t x02, x13, v;
+    for (g = depth >> 2; g > 0; g--)
+    {
+        pockmcu_read_u32x2_ia(&col, &x02, &x13);
+        v = pockmcu_read_s8x4_ia(&wa);
+        a0 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a0);
+        a0 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a0);
+        v = pockmcu_read_s8x4_ia(&wb);
+        a1 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a1);
+        a1 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a1);
+    }
+    for (g = depth & 3; g > 0; g--)
+    {
+        a0 = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*wa++, a0);
+        a1 = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*wb++, a1);
+        col++;
+    }
+    *s0 = a0;
+    *s1 = a1;
+}
+
+/* s += the 1-row column . filter row w. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_dot_1x1(const uint32_t *col, const int8_t *w, int32_t depth, int32_t s)
+{
+    int32_t g;
+    for (g = depth >> 2; g > 0; g--)
+    {
+        const uint32_t v = pockmcu_read_s8x4_ia(&w);
+        s = pockmcu_smlad(col[0], pockmcu_sxtb16(v), s);
+        s = pockmcu_smlad(col[1], pockmcu_sxtb16_ror8(v), s);
+        col += 2;
+    }
+    for (g = depth & 3; g > 0; g--)
+    {
+        s = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*w++, s);
+        col++;
+    }
+    return s;
+}
+
+/* Output channels per pass of pockmcu_dsp_rows_4: their accumulators wait on the stack, so that the matrix
+ * multiply and the requantization each run with the registers to themselves. */
+#define POCKMCU_DSP_CHUNK 8
+
+/* Every output channel of four rows (a 4-row column) into out + r * out_stride, r < 4. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_rows_4(const uint32_t *col,
+                                           const int8_t *filter,
+                                           int32_t depth,
+                                           int32_t out_c,
+                                           const pockmcu_dsp_requant *q,
+                                           int8_t *out,
+                                           int32_t out_stride,
+                                           const int32_t per_channel,
+                                           const int32_t ort_rounding)
+{
+    int32_t acc[4 * POCKMCU_DSP_CHUNK];
+    int8_t stage[4 * POCKMCU_DSP_CHUNK];
+    const int8_t *w = filter;
+    int32_t o0, i, r;
+    for (o0 = 0; o0 < out_c; o0 += POCKMCU_DSP_CHUNK)
+    {
+        const int32_t n = out_c - o0 < POCKMCU_DSP_CHUNK ? out_c - o0 : POCKMCU_DSP_CHUNK;
+        if ((((uintptr_t)filter) & 3u) == 0u && (depth & 3) == 0)
+        {
+            for (i = 0; i < n; i++)
+            {
+                pockmcu_dsp_dot_4x1(col, w, depth, pockmcu_dsp_bias_at(q, o0 + i), acc + 4 * i, 1);
+                w += depth;
+            }
+        }
+        else
+        {
+            for (i = 0; i < n; i++)
+            {
+                pockmcu_dsp_dot_4x1(col, w, depth, pockmcu_dsp_bias_at(q, o0 + i), acc + 4 * i, 0);
+                w += depth;
+            }
+        }
+        /* outputs go to stage[r][i] (constant offsets), then row by row to out */
+        for (i = 0; i < n; i++)
+        {
+            const pockmcu_dsp_channel c = pockmcu_dsp_channel_at(q, o0 + i, per_channel);
+            int8_t *s = stage + i;
+            s[0] = pockmcu_dsp_out(acc[4 * i], &c, q, ort_rounding);
+            s[POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 1], &c, q, ort_rounding);
+            s[2 * POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 2], &c, q, ort_rounding);
+            s[3 * POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 3], &c, q, ort_rounding);
+        }
+        if (n == POCKMCU_DSP_CHUNK)
+        {
+            for (r = 0; r < 4; r++)
+            {
+                memcpy(out + r * out_stride + o0, stage + r * POCKMCU_DSP_CHUNK, POCKMCU_DSP_CHUNK);
+            }
+        }
+        else
+        {
+            for (r = 0; r < 4; r++)
+            {
+                memcpy(out + r * out_stride + o0, stage + r * POCKMCU_DSP_CHUNK, (size_t)n);
+            }
+        }
+    }
+}
+
+/* Every output channel of two rows (a 2-row column) into out and out + out_stride. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_rows_2(const uint32_t *col,
+                                           const int8_t *filter,
+                                           int32_t depth,
+                                           int32_t out_c,
+                                           const pockmcu_dsp_requant *q,
+                                           int8_t *out,
+                                           int32_t out_stride,
+                                           const int32_t per_channel,
+                                           const int32_t ort_rounding)
+{
+    const int8_t *w = filter;
+    int32_t o;
+    for (o = 0; o + 2 <= out_c; o += 2)
+    {
+        const int32_t b0 = pockmcu_dsp_bias_at(q, o);
+        const int32_t b1 = pockmcu_dsp_bias_at(q, o + 1);
+        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
+        const pockmcu_dsp_channel c1 = pockmcu_dsp_channel_at(q, o + 1, per_channel);
+        int32_t s00 = b0, s01 = b1, s10 = b0, s11 = b1;
+        pockmcu_dsp_dot_2x2(col, w, w + depth, depth, &s00, &s01, &s10, &s11);
+        w += 2 * depth;
+        out[o] = pockmcu_dsp_out(s00, &c0, q, ort_rounding);
+        out[o + 1] = pockmcu_dsp_out(s01, &c1, q, ort_rounding);
+        out[out_stride + o] = pockmcu_dsp_out(s10, &c0, q, ort_rounding);
+        out[out_stride + o + 1] = pockmcu_dsp_out(s11, &c1, q, ort_rounding);
+    }
+    if (o < out_c)
+    {
+        const int32_t b0 = pockmcu_dsp_bias_at(q, o);
+        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
+        int32_t s0 = b0, s1 = b0;
+        pockmcu_dsp_dot_2x1(col, w, depth, &s0, &s1);
+        out[o] = pockmcu_dsp_out(s0, &c0, q, ort_rounding);
+        out[out_stride + o] = pockmcu_dsp_out(s1, &c0, q, ort_rounding);
+    }
+}
+
+/* Every output channel of one row (a 1-row column) into out. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
+                                           const int8_t *filter,
+                                           int32_t depth,
+                                           int32_t out_c,
+                                           const pockmcu_dsp_requant *q,
+                                           int8_t *out,
+                                           const int32_t per_channel,
+                                           const int32_t ort_rounding)
+{
+    const int8_t *w = filter;
+    int32_t o;
+    for (o = 0; o + 2 <= out_c; o += 2)
+    {
+        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
+        const pockmcu_dsp_channel c1 = pockmcu_dsp_channel_at(q, o + 1, per_channel);
+        int32_t s0 = pockmcu_dsp_bias_at(q, o);
+        int32_t s1 = pockmcu_dsp_bias_at(q, o + 1);
+        pockmcu_dsp_dot_1x2(col, w, w + depth, depth, &s0, &s1);
+        w += 2 * depth;
+        out[o] = pockmcu_dsp_out(s0, &c0, q, ort_rounding);
+        out[o + 1] = pockmcu_dsp_out(s1, &c1, q, ort_rounding);
+    }
+    if (o < out_c)
+    {
+        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
+        const int32_t s = pockmcu_dsp_dot_1x1(col, w, depth, pockmcu_dsp_bias_at(q, o));
+        out[o] = pockmcu_dsp_out(s, &c0, q, ort_rounding);
+    }
+}
+
+/* `count` rows (row r from row(r)), 4 at a time, then 2, then 1, each block expanded into col and
+ * multiplied by every filter row; out row r at out + r * out_c. ROW_OF(r) is a statement that sets
+ * `src` to the int8 values of row r (an im2col into a field of scratch, or an input row). */
+#define POCKMCU_DSP_ALL_ROWS(count, ROW_OF)                                                                            \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        int32_t p_ = 0;                                                                                                \
+        int32_t r_;                                                                                                    \
+        for (; p_ + 4 <= (count); p_ += 4)                                                                             \
+        {                                                                                                              \
+            for (r_ = 0; r_ < 4; r_++)                                                                                 \
+            {                                                                                                          \
+                const int8_t *src;                                                                                     \
+                ROW_OF(p_ + r_);                                                                                       \
+                pockmcu_dsp_expand(src, depth, offset2, offset, 4, r_, col);                                           \
+            }                                                                                                          \
+            pockmcu_dsp_rows_4(                                                                                        \
+                col, filter_data, depth, out_c, &q, output_data + p_ * out_c, out_c, per_channel, ort_rounding);       \
+        }                                                                                                              \
+        if (p_ + 2 <= (count))                                                                                         \
+        {                                                                                                              \
+            for (r_ = 0; r_ < 2; r_++)                                                                                 \
+            {                                                                                                          \
+                const int8_t *src;                                                                                     \
+                ROW_OF(p_ + r_);                                                                                       \
+                pockmcu_dsp_expand(src, depth, offset2, offset, 2, r_, col);                                           \
+            }                                                                                                          \
+            pockmcu_dsp_rows_2(                                                                                        \
+                col, filter_data, depth, out_c, &q, output_data + p_ * out_c, out_c, per_channel, ort_rounding);       \
+            p_ += 2;                                                                                                   \
+        }                                                                                                              \
+        if (p_ < (count))                                                                                              \
+        {                                                                                                              \
+            const int8_t *src;                                                                                         \
+            ROW_OF(p_);                                                                                                \
+            pockmcu_dsp_expand(src, depth, offset2, offset, 1, 0, col);                                                \
+            pockmcu_dsp_rows_1(                                                                                        \
+                col, filter_data, depth, out_c, &q, output_data + p_ * out_c, per_channel, ort_rounding);              \
+        }                                                                                                              \
+    } while (0)
+
+/* The int8 receptive field of output pixel (oy, ox) in (ky, kx, c) order, k_h * k_w * in_c bytes;
+ * taps outside the image hold pad (the input zero point). */
+POCKMCU_DSP_INLINE void pockmcu_dsp_im2col(const int8_t *in_batch,
+                                           const cmsis_nn_dims *input_dims,
+                                           const cmsis_nn_dims *filter_dims,
+                                           const cmsis_nn_conv_params *conv_params,
+                                           int32_t oy,
+                                           int32_t ox,
+                                           int8_t pad,
+                                           int8_t *dst)
+{
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t in_c = input_dims->c;
+    const int32_t k_h = filter_dims->h;
+    const int32_t k_w = filter_dims->w;
+    const int32_t dil_h = conv_params->dilation.h;
+    const int32_t dil_w = conv_params->dilation.w;
+    const int32_t y0 = oy * conv_params->stride.h - conv_params->padding.h;
+    const int32_t x0 = ox * conv_params->stride.w - conv_params->padding.w;
+    const int32_t row_bytes = k_w * in_c;
+    int32_t kx_start = pockmcu_window_start(x0, dil_w);
+    int32_t kx_end = pockmcu_window_end(x0, dil_w, in_w, k_w);
+    int32_t ky, kx;
+
+    kx_start = kx_start < k_w ? kx_start : k_w;
+    kx_end = kx_end > kx_start ? kx_end : kx_start;
+    for (ky = 0; ky < k_h; ky++)
+    {
+        const int32_t y = y0 + ky * dil_h;
+        if (y < 0 || y >= in_h || kx_start == kx_end)
+        {
+            memset(dst, pad, (size_t)row_bytes);
+        }
+        else if (dil_w == 1)
+        {
+            const int32_t lead = kx_start * in_c;
+            const int32_t body = (kx_end - kx_start) * in_c;
+            memset(dst, pad, (size_t)lead);
+            memcpy(dst + lead, in_batch + (y * in_w + x0 + kx_start) * in_c, (size_t)body);
+            memset(dst + lead + body, pad, (size_t)(row_bytes - lead - body));
+        }
+        else
+        {
+            for (kx = 0; kx < k_w; kx++)
+            {
+                if (kx >= kx_start && kx < kx_end)
+                {
+                    memcpy(dst + kx * in_c, in_batch + (y * in_w + x0 + kx * dil_w) * in_c, (size_t)in_c);
+                }
+                else
+                {
+                    memset(dst + kx * in_c, pad, (size_t)in_c);
+                }
+            }
+        }
+        dst += row_bytes;
+    }
+}
+
+/* Rows of the DSP kernels' column: 4 when there are 4 or more, else 2 or 1. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_block_rows(int32_t count) { return count >= 4 ? 4 : (count >= 2 ? 2 : 1); }
+
+/* Scratch bytes of the DSP convolution: the column of 4 output pixels (fewer when there are fewer), and
+ * unless pointwise one int8 receptive field. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_conv_buffer_size(const cmsis_nn_dims *input_dims,
+                                                        const cmsis_nn_dims *filter_dims,
+                                                        const cmsis_nn_dims *output_dims,
+                                                        const int32_t pointwise)
+{
+    const int32_t depth = filter_dims->h * filter_dims->w * input_dims->c;
+    const int32_t rows = pockmcu_dsp_block_rows(input_dims->n * output_dims->h * output_dims->w);
+    const int32_t col = 4 * pockmcu_dsp_col_words(depth, rows);
+    return pointwise ? col : col + ((depth + 3) & ~3);
+}
+
+/* Whether a convolution is pointwise (1x1 filter, stride 1, no padding; dilation is then moot). */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_is_pointwise(const cmsis_nn_conv_params *conv_params,
+                                                    const cmsis_nn_dims *input_dims,
+                                                    const cmsis_nn_dims *filter_dims,
+                                                    const cmsis_nn_dims *output_dims)
+{
+    return filter_dims->h == 1 && filter_dims->w == 1 && conv_params->stride.h == 1 && conv_params->stride.w == 1 &&
+        conv_params->padding.h == 0 && conv_params->padding.w == 0 && output_dims->h == input_dims->h &&
+        output_dims->w == input_dims->w;
+}
+
+/* The DSP convolution; returns ARM_CMSIS_NN_NO_IMPL_ERROR when the fast path does not apply (the
+ * kernel then calls the portable one). pointwise: the caller's geometry is pockmcu_dsp_is_pointwise
+ * (the input rows are the rows of the matrix, no im2col). */
+POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_context *ctx,
+                                                                 const cmsis_nn_conv_params *conv_params,
+                                                                 const cmsis_nn_per_channel_quant_params *quant_params,
+                                                                 const cmsis_nn_dims *input_dims,
+                                                                 const int8_t *input_data,
+                                                                 const cmsis_nn_dims *filter_dims,
+                                                                 const int8_t *filter_data,
+                                                                 const int32_t *bias_data,
+                                                                 const cmsis_nn_dims *output_dims,
+                                                                 int8_t *output_data,
+                                                                 const int32_t pointwise,
+                                                                 const int32_t ort_rounding)
+{
+    const int32_t per_channel = 1;
+    const int32_t in_c = input_dims->c;
+    const int32_t out_c = output_dims->c;
+    const int32_t out_w = output_dims->w;
+    const int32_t out_hw = output_dims->h * out_w;
+    const int32_t pixels = input_dims->n * out_hw;
+    const int32_t depth = filter_dims->h * filter_dims->w * in_c;
+    const int32_t in_image = input_dims->h * input_dims->w * in_c;
+    const int32_t offset = conv_params->input_offset;
+    const uint32_t offset2 = ((uint32_t)offset & 0xFFFFu) | ((uint32_t)offset << 16);
+    const int8_t pad = (int8_t)(-offset);
+    pockmcu_dsp_requant q;
+    uint32_t *col;
+    int8_t *field;
+
+    if (filter_dims->c != in_c || filter_dims->n != out_c || offset < -127 || offset > 128 ||
+        conv_params->activation.min > conv_params->activation.max || ctx == NULL || ctx->buf == NULL ||
+        ctx->size < pockmcu_dsp_conv_buffer_size(input_dims, filter_dims, output_dims, pointwise) ||
+        (pointwise && !pockmcu_dsp_is_pointwise(conv_params, input_dims, filter_dims, output_dims)) ||
+        conv_params->stride.h < 1 || conv_params->stride.w < 1 || conv_params->dilation.h < 1 ||
+        conv_params->dilation.w < 1 ||
+        (!ort_rounding && pockmcu_dsp_has_negative_multiplier(quant_params->multiplier, out_c)))
+    {
+        return ARM_CMSIS_NN_NO_IMPL_ERROR;
+    }
+    q.bias = bias_data;
+    q.multiplier = quant_params->multiplier;
+    q.shift = quant_params->shift;
+    q.output_offset = conv_params->output_offset;
+    q.act_min = conv_params->activation.min;
+    q.act_max = conv_params->activation.max;
+    col = (uint32_t *)ctx->buf;
+    field = (int8_t *)(col + pockmcu_dsp_col_words(depth, pockmcu_dsp_block_rows(pixels)));
+
+    if (pointwise)
+    {
+#define POCKMCU_DSP_INPUT_ROW(p) src = input_data + (p)*in_c
+        POCKMCU_DSP_ALL_ROWS(pixels, POCKMCU_DSP_INPUT_ROW);
+#undef POCKMCU_DSP_INPUT_ROW
+    }
+    else
+    {
+#define POCKMCU_DSP_FIELD_ROW(p)                                                                                       \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        const int32_t in_img_ = (p) % out_hw;                                                                          \
+        pockmcu_dsp_im2col(input_data + ((p) / out_hw) * in_image,                                                     \
+                           input_dims,                                                                                 \
+                           filter_dims,                                                                                \
+                           conv_params,                                                                                \
+                           in_img_ / out_w,                                                                            \
+                           in_img_ % out_w,                                                                            \
+                           pad,                                                                                        \
+                           field);                                                                                     \
+        src = field;                                                                                                   \
+    } while (0)
+        POCKMCU_DSP_ALL_ROWS(pixels, POCKMCU_DSP_FIELD_ROW);
+#undef POCKMCU_DSP_FIELD_ROW
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+
+/* Scratch bytes of the DSP fully connected layer: the column of 4 batches (fewer when there are fewer). */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_fc_buffer_size(const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims)
+{
+    return 4 * pockmcu_dsp_col_words(filter_dims->n, pockmcu_dsp_block_rows(input_dims->n));
+}
+
+/* The DSP fully connected layer (per_channel, ort_rounding constants); ARM_CMSIS_NN_NO_IMPL_ERROR
+ * when the fast path does not apply. */
+POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_fc_s8_loops(const cmsis_nn_context *ctx,
+                                                               const cmsis_nn_fc_params *fc_params,
+                                                               const int32_t *multiplier,
+                                                               const int32_t *shift,
+                                                               const cmsis_nn_dims *input_dims,
+                                                               const int8_t *input_data,
+                                                               const cmsis_nn_dims *filter_dims,
+                                                               const int8_t *filter_data,
+                                                               const int32_t *bias_data,
+                                                               const cmsis_nn_dims *output_dims,
+                                                               int8_t *output_data,
+                                                               const int32_t per_channel,
+                                                               const int32_t ort_rounding)
+{
+    const int32_t batches = input_dims->n;
+    const int32_t depth = filter_dims->n;
+    const int32_t out_c = output_dims->c;
+    const int32_t offset = fc_params->input_offset;
+    const uint32_t offset2 = ((uint32_t)offset & 0xFFFFu) | ((uint32_t)offset << 16);
+    pockmcu_dsp_requant q;
+    uint32_t *col;
+
+    if (fc_params->filter_offset != 0 || offset < -127 || offset > 128 ||
+        fc_params->activation.min > fc_params->activation.max || ctx == NULL || ctx->buf == NULL ||
+        ctx->size < pockmcu_dsp_fc_buffer_size(input_dims, filter_dims) ||
+        (!ort_rounding && pockmcu_dsp_has_negative_multiplier(multiplier, per_channel ? out_c : 1)))
+    {
+        return ARM_CMSIS_NN_NO_IMPL_ERROR;
+    }
+    q.bias = bias_data;
+    q.multiplier = multiplier;
+    q.shift = shift;
+    q.output_offset = fc_params->output_offset;
+    q.act_min = fc_params->activation.min;
+    q.act_max = fc_params->activation.max;
+    col = (uint32_t *)ctx->buf;
+#define POCKMCU_DSP_BATCH_ROW(p) src = input_data + (p)*depth
+    POCKMCU_DSP_ALL_ROWS(batches, POCKMCU_DSP_BATCH_ROW);
+#undef POCKMCU_DSP_BATCH_ROW
+    return ARM_CMSIS_NN_SUCCESS;
+}
+
+#endif /* POCKMCU_DSP_LOOPS_H */
