@@ -154,8 +154,10 @@ def test_plan_names_the_kernels_each_numerics_calls(generated):
                for mode in ("onnxruntime", "tflm")}
     for mode, ort in (("onnxruntime", True), ("tflm", False)):
         ks = kernels[mode]
-        assert ("pockmcu_convolve_ort_s8" in ks) == ort and ("arm_convolve_wrapper_s8" in ks) != ort, ks
-        assert ("pockmcu_avgpool_ort_s8" in ks) == ort and ("pockmcu_fully_connected_ort_s8" in ks) == ort, ks
+        # every conv, depthwise, FC and pool kernel is the numerics' own (optimized rows keep "_ort_")
+        layer_kernels = [k for k in ks if k and any(w in k for w in ("conv", "fully_connected", "avgpool"))]
+        assert len(layer_kernels) >= 10 and all(("_ort_" in k) == ort for k in layer_kernels), ks
+        assert ("pockmcu_avgpool_ort_s8" in ks) == ort, ks
         model_c = (generated(kws, mode).out / "model.c").read_text()
         assert all(k in model_c for k in ks if k)
 
