@@ -1,0 +1,224 @@
+"""Shape inference as the source of truth: each op's output shapes computed from its inputs and options.
+
+``check_shapes(g)`` runs once after loading (``compiler.unsupported``): for every op with a rule here
+it computes the output shapes from the input shapes and the options and refuses a declared shape that
+disagrees, naming the op and both shapes. It also refuses windows that make no sense (strides,
+dilations and kernel sizes outside 1..MAX_WINDOW, explicit paddings that are negative or as wide as
+the window, a VALID window larger than its input) and empty tensors. The planner and codegen size
+every buffer and every kernel's dims from the declared shapes, so after this pass they never see an
+inconsistent tensor.
+
+Rules are keyed by op kind. Kinds that check their own shapes in ``OpDef.check`` (RESHAPE, the
+reductions, resizes, TRANSPOSE_CONV and the data movements' ``shape_problems``) are listed in
+``CHECKED_BY_OP``; ``rule_kinds()`` and ``CHECKED_BY_OP`` together are the kinds a model file can
+name. Each rule returns the expected output shapes (``None`` for a dimension that is not determined,
+e.g. FULLY_CONNECTED's leading dims, which are compared by element count) or raises ShapeProblem.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from .ir import Graph, Op
+
+#: strides, dilations and kernel (filter) sizes above this are refused: far above any real model,
+#: small enough that no index arithmetic in the kernels or the streaming planner can overflow
+MAX_WINDOW = 255
+
+
+class ShapeProblem(Exception):
+    """One line saying what is inconsistent (the caller prefixes the op)."""
+
+
+Rule = Callable[[Graph, Op], list]
+RULES: dict[str, Rule] = {}
+
+#: kinds whose own ``check`` compares their output shapes with their inputs and options
+CHECKED_BY_OP = frozenset({
+    "RESHAPE", "MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR",
+    "TRANSPOSE_CONV", "TRANSPOSE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "SLICE_ND", "TILE", "GATHER",
+    "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "STRIDED_SLICE", "CONCATENATION", "BATCH_MATMUL",
+})
+
+
+def rule(*kinds: str):
+    def deco(f: Rule) -> Rule:
+        for k in kinds:
+            RULES[k] = f
+        return f
+    return deco
+
+
+def rule_kinds() -> list[str]:
+    return sorted(RULES)
+
+
+def _shape(g: Graph, name: str) -> tuple[int, ...]:
+    return tuple(int(d) for d in g.t(name).shape)
+
+
+def _window_param(what: str, pair) -> tuple[int, int]:
+    vals = tuple(int(v) for v in pair)
+    if len(vals) != 2 or any(not 1 <= v <= MAX_WINDOW for v in vals):
+        raise ShapeProblem(f"{what} {list(vals)} (each must be 1..{MAX_WINDOW})")
+    return vals
+
+
+def window_out(what: str, in_hw, k_hw, stride, dilation, padding: str, pads) -> tuple[int, int]:
+    """Output (h, w) of a 2-D window op; raises ShapeProblem on nonsense parameters."""
+    stride = _window_param("stride", stride)
+    dilation = _window_param("dilation", dilation)
+    k_hw = _window_param(f"{what} size", k_hw)
+    out = []
+    for i in range(2):
+        eff = (k_hw[i] - 1) * dilation[i] + 1
+        if pads is not None:
+            before, after = int(pads[i]), int(pads[i + 2])
+            if before < 0 or after < 0 or before >= eff or after >= eff:
+                raise ShapeProblem(f"explicit padding {list(pads)} for a {k_hw[0]}x{k_hw[1]} window (each pad "
+                                   "must be >= 0 and smaller than the window)")
+            o = (in_hw[i] + before + after - eff) // stride[i] + 1
+        elif padding == "SAME":
+            o = (in_hw[i] + stride[i] - 1) // stride[i]
+        elif padding == "VALID":
+            o = (in_hw[i] - eff) // stride[i] + 1 if in_hw[i] >= eff else 0
+        else:
+            raise ShapeProblem(f"padding {padding!r} (SAME or VALID)")
+        if o < 1:
+            raise ShapeProblem(f"a {k_hw[0]}x{k_hw[1]} window (dilation {list(dilation)}) does not fit the "
+                               f"{in_hw[0]}x{in_hw[1]} input")
+        out.append(o)
+    return out[0], out[1]
+
+
+def _nhwc(g: Graph, name: str, what: str) -> tuple[int, ...]:
+    s = _shape(g, name)
+    if len(s) != 4:
+        raise ShapeProblem(f"{what} '{name}' has shape {list(s)} (a 4-D NHWC tensor is needed)")
+    return s
+
+
+@rule("CONV_2D")
+def _conv(g: Graph, op: Op) -> list:
+    o = op.options
+    x = _nhwc(g, op.inputs[0], "input")
+    w = _nhwc(g, op.inputs[1], "weights")
+    if w[3] != x[3]:
+        raise ShapeProblem(f"weights {list(w)} have depth {w[3]} but the input {list(x)} has {x[3]} channels")
+    oh, ow = window_out("filter", x[1:3], w[1:3], o.stride, o.dilation, o.padding, o.pads)
+    _bias(g, op, w[0])
+    return [(x[0], oh, ow, w[0])]
+
+
+@rule("DEPTHWISE_CONV_2D")
+def _depthwise(g: Graph, op: Op) -> list:
+    o = op.options
+    x = _nhwc(g, op.inputs[0], "input")
+    w = _nhwc(g, op.inputs[1], "weights")
+    m = int(o.ch_mult)
+    if w[0] != 1 or m < 1 or w[3] != x[3] * m:
+        raise ShapeProblem(f"depthwise weights {list(w)} do not match input {list(x)} with channel multiplier {m}")
+    oh, ow = window_out("filter", x[1:3], w[1:3], o.stride, o.dilation, o.padding, o.pads)
+    _bias(g, op, w[3])
+    return [(x[0], oh, ow, w[3])]
+
+
+def _bias(g: Graph, op: Op, channels: int) -> None:
+    if len(op.inputs) > 2 and op.inputs[2]:
+        b = g.t(op.inputs[2])
+        if b.size != channels:
+            raise ShapeProblem(f"bias '{b.name}' has {b.size} values for {channels} output channels")
+
+
+@rule("FULLY_CONNECTED")
+def _fc(g: Graph, op: Op) -> list:
+    x, w = _shape(g, op.inputs[0]), _shape(g, op.inputs[1])
+    if len(w) != 2:
+        raise ShapeProblem(f"weights '{op.inputs[1]}' have shape {list(w)} (need [outputs, inputs])")
+    n = math.prod(x)
+    if w[1] < 1 or n % w[1]:
+        raise ShapeProblem(f"input {list(x)} ({n} values) is not a whole number of rows of {w[1]} "
+                           f"(weights {list(w)})")
+    _bias(g, op, w[0])
+    return [("rows", n // w[1], w[0])]
+
+
+@rule("AVERAGE_POOL_2D", "MAX_POOL_2D", "AVERAGE_POOL_REQUANT")
+def _pool(g: Graph, op: Op) -> list:
+    o = op.options
+    x = _nhwc(g, op.inputs[0], "input")
+    oh, ow = window_out("filter", x[1:3], o.filter, o.stride, (1, 1), o.padding, o.pads)
+    return [(x[0], oh, ow, x[3])]
+
+
+@rule("ADD", "SUB", "MUL", "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM", "ADD_CONST")
+def _broadcast(g: Graph, op: Op) -> list:
+    shapes = [_shape(g, i) for i in op.inputs[:2] if i]
+    try:
+        return [tuple(int(d) for d in np.broadcast_shapes(*shapes))]
+    except ValueError:
+        raise ShapeProblem(f"input shapes {' and '.join(str(list(s)) for s in shapes)} do not broadcast") from None
+
+
+@rule("SOFTMAX", "LOG_SOFTMAX", "LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "PRELU",
+      "HARD_SWISH", "QUANTIZE", "DEQUANTIZE", "REQUANTIZE", "UINT8_TO_INT8", "INT8_TO_UINT8")
+def _same(g: Graph, op: Op) -> list:
+    return [_shape(g, op.inputs[0])]
+
+
+@rule("PAD")
+def _pad(g: Graph, op: Op) -> list:
+    x = _shape(g, op.inputs[0])
+    p = g.t(op.inputs[1]).data if len(op.inputs) > 1 and op.inputs[1] else None
+    if p is None:
+        raise ShapeProblem("PAD with non-constant paddings")
+    p = np.asarray(p).astype(np.int64).reshape(-1)
+    if p.size != 2 * len(x):
+        raise ShapeProblem(f"{p.size} padding values for a rank-{len(x)} input (need {2 * len(x)})")
+    pairs = p.reshape(-1, 2)
+    if np.any(pairs < 0) or np.any(pairs > 1 << 16):
+        raise ShapeProblem(f"paddings {pairs.tolist()} (each must be 0..65536)")
+    return [tuple(int(d + a + b) for d, (a, b) in zip(x, pairs))]
+
+
+def infer(g: Graph, op: Op) -> list | None:
+    """The op's expected output shapes (None: no rule for its kind)."""
+    f = RULES.get(op.kind)
+    return None if f is None else f(g, op)
+
+
+def _matches(want, got: tuple[int, ...]) -> bool:
+    if want and want[0] == "rows":           # FULLY_CONNECTED: [rows, outputs] in any leading dims
+        return len(got) >= 1 and got[-1] == want[2] and math.prod(got) == want[1] * want[2]
+    return tuple(want) == tuple(got)
+
+
+def _show(want) -> str:
+    if want and want[0] == "rows":
+        return f"[{want[1]}, {want[2]}] (or the same values with other leading dims)"
+    return str(list(want))
+
+
+def op_shape_problems(g: Graph, op: Op) -> list[str]:
+    """Why ``op``'s declared shapes are inconsistent (empty when fine or when no rule covers it)."""
+    for name in [i for i in op.inputs if i] + list(op.outputs):
+        t = g.t(name)
+        if not t.is_const and any(int(d) <= 0 for d in t.shape):
+            return [f"tensor '{name}' has shape {list(t.shape)}: an empty activation"]
+    try:
+        want = infer(g, op)
+    except ShapeProblem as exc:
+        return [str(exc)]
+    if want is None:
+        return []
+    if len(want) != len(op.outputs):
+        return [f"{len(op.outputs)} outputs, its inputs give {len(want)}"]
+    problems = []
+    for w, name in zip(want, op.outputs):
+        got = _shape(g, name)
+        if not _matches(w, got):
+            problems.append(f"output '{name}' is declared {list(got)} but its inputs and options give {_show(w)}")
+    return problems
