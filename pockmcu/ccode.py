@@ -223,3 +223,33 @@ def render_decl(d: Decl, names: Names) -> str:
             items = [value(x, names) for x in d.init]
         return _wrap(f"static const {d.ctype} {name} = {{", items, "};") + comment
     raise TypeError(f"not a declaration: {d!r}")
+
+
+# -- the checked build (make host-check) ---------------------------------------------------------------
+
+def check_lines(emission: Emission, names: Names, nbytes: Callable[[str], int], elem_bytes: Callable[[str], int],
+                base: Callable[[str], tuple[str, str]], scratch: str = "") -> list[str]:
+    """C statements of the checked build (``POCKMCU_CHECKED``, ``make host-check``): every pointer the
+    step's calls pass, with the bytes its tensor holds from there on, lies inside the array it belongs
+    to (``base(tensor)``: the arena, its constant array or a trainable tensor's RAM copy, as a C
+    expression and its size); the scratch context (``scratch``: the step's context variable) lies in
+    the arena. A pointer offset given as a C expression is checked as the tensor's start."""
+    lines, seen = [], set()
+    for c in emission.calls:
+        for a in c.args:
+            if not isinstance(a, Ptr):
+                continue
+            off = a.offset if isinstance(a.offset, (int, np.integer)) else 0
+            key = (a.tensor, int(off))
+            if key in seen:
+                continue
+            seen.add(key)
+            arr, size = base(a.tensor)
+            ptr = value(Ptr(a.tensor, int(off)), names)
+            left = nbytes(a.tensor) - int(off) * elem_bytes(a.tensor)
+            lines.append(f'pockmcu_check_in(step, "{c.function}: {names.ptr(a.tensor)}", {ptr}, {left}, '
+                         f"{arr}, {size});")
+    if scratch and emission.uses_scratch():
+        lines.append(f'pockmcu_check_in(step, "scratch", {scratch}.buf, (long){scratch}.size, pockmcu_arena, '
+                     "POCKMCU_ARENA_BYTES);")
+    return lines
