@@ -121,3 +121,113 @@ def test_sim_bad_input_files(tmp_path):
     assert_clean_error(pockmcu("sim", out, "--input", tmp_path / "s.npy", "-o", res), "shape")
     assert_clean_error(pockmcu("sim", tmp_path / "nowhere", "--input", tmp_path / "s.npy", "-o", res), "plan.json")
     assert not res.exists()
+
+
+# -- issue 15: damaged models whose declared shapes or options contradict their ops ------------------
+# Each case edits one field of a fixture in place (the fuzzer's field map, tests/fuzz_models.py) and
+# expects one line naming the op and the problem; before shape inference these compiled and then
+# corrupted memory, or raised a traceback.
+
+def _cli(capsys, *args) -> tuple[int, str, str]:
+    """pockmcu in this process (fast); (exit status, stderr, stdout)."""
+    from pockmcu.cli import main
+
+    try:
+        rc = main([str(a) for a in args])
+    except SystemExit as exc:
+        rc = exc.code
+    cap = capsys.readouterr()
+    return rc, cap.err, cap.out
+
+
+def _tensor_of(model: Path, op: int, outputs: bool = True, k: int = 0) -> int:
+    import tflite
+
+    o = tflite.Model.GetRootAs(model.read_bytes(), 0).Subgraphs(0).Operators(op)
+    return int((o.OutputsAsNumpy() if outputs else o.InputsAsNumpy())[k])
+
+
+def _edit(model: Path, dst: Path, what: str, index: int, value, fmt: str = "<i") -> Path:
+    """``model`` with the index-th field described as ``what`` (tests/fuzz_models.tflite_sites) set."""
+    import struct
+
+    from fuzz_models import tflite_sites
+
+    data = bytearray(model.read_bytes())
+    sites = [s for s in tflite_sites(bytes(data))[0] if s.what == what and s.fmt == fmt]
+    assert len(sites) > index, (what, [s.what for s in tflite_sites(bytes(data))[0]][:40])
+    struct.pack_into(fmt, data, sites[index].offset, value)
+    dst.write_bytes(bytes(data))
+    return dst
+
+
+def _shape_case(name: str, tmp: Path) -> Path:
+    conv = FIXTURES / "conv_3x3_s1_same_relu.tflite"
+    cases = {
+        # a declared output that contradicts the op (rows of a SAME 3x3 stride-1 conv = input rows)
+        "conv_output": lambda: _edit(conv, tmp / "m.tflite", f"tensor {_tensor_of(conv, 0)} shape", 1, 5),
+        "conv_stride_0": lambda: _edit(conv, tmp / "m.tflite", "op 0 option 1", 0, 0),
+        "conv_stride_1000": lambda: _edit(conv, tmp / "m.tflite", "op 0 option 2", 0, 1000),
+        "conv_dilation_neg": lambda: _edit(FIXTURES / "conv_3x3_dil2_valid_pertensor.tflite", tmp / "m.tflite",
+                                           "op 0 option 4", 0, -1),
+        "pool_output": lambda: _edit(FIXTURES / "maxpool_2x2_s2_valid.tflite", tmp / "m.tflite",
+                                     f"tensor {_tensor_of(FIXTURES / 'maxpool_2x2_s2_valid.tflite', 0)} shape", 3, 7),
+        "fc_output": lambda: _edit(FIXTURES / "fc_none.tflite", tmp / "m.tflite",
+                                   f"tensor {_tensor_of(FIXTURES / 'fc_none.tflite', 0)} shape", 1, 3),
+        "pad_output": lambda: _edit(FIXTURES / "pad_channels.tflite", tmp / "m.tflite",
+                                    f"tensor {_tensor_of(FIXTURES / 'pad_channels.tflite', 0)} shape", 3, 99),
+        "pad_operand_missing": lambda: _edit(FIXTURES / "pad_channels.tflite", tmp / "m.tflite", "op 0 inputs", 1, -1),
+        "softmax_output": lambda: _edit(FIXTURES / "softmax_basic.tflite", tmp / "m.tflite",
+                                        f"tensor {_tensor_of(FIXTURES / 'softmax_basic.tflite', 0)} shape", 1, 11),
+        "empty_activation": lambda: _edit(conv, tmp / "m.tflite", f"tensor {_tensor_of(conv, 0)} shape", 2, 0),
+        "huge_scale": lambda: _edit(FIXTURES / "unary_leaky_relu.tflite", tmp / "m.tflite",
+                                    f"tensor {_tensor_of(FIXTURES / 'unary_leaky_relu.tflite', 0, False)} scale", 0,
+                                    3.4e38, "<f"),
+    }
+    return cases[name]()
+
+
+@pytest.mark.parametrize("case,needles", [
+    ("conv_output", ["CONV_2D", "declared [1, 5,", "give [1, 8,"]),
+    ("conv_stride_0", ["CONV_2D", "stride"]),
+    ("conv_stride_1000", ["CONV_2D", "stride", "1..255"]),
+    ("conv_dilation_neg", ["CONV_2D", "dilation"]),
+    ("pool_output", ["MAX_POOL_2D", "declared", "give"]),
+    ("fc_output", ["FULLY_CONNECTED", "declared", "give"]),
+    ("pad_output", ["PAD", "declared", "99]"]),
+    ("pad_operand_missing", ["PAD", "missing"]),
+    ("softmax_output", ["SOFTMAX", "declared", "give"]),
+    ("empty_activation", ["empty activation"]),
+    ("huge_scale", ["LEAKY_RELU"]),
+])
+def test_inconsistent_model_is_refused_naming_op_and_shapes(case, needles, tmp_path, capsys):
+    model = _shape_case(case, tmp_path)
+    for cmd in (["gen", model, "--ram", "1MB", "-o", tmp_path / "out"], ["inspect", model]):
+        rc, err, out = _cli(capsys, *cmd)
+        assert rc == 2, (cmd[0], err)
+        assert "Traceback" not in err + out and len(err.strip().splitlines()) == 1, err
+        said = err if cmd[0] == "gen" else out       # inspect lists the problems in its report
+        for n in needles:
+            assert n.lower() in said.lower(), (cmd[0], n, said[-600:])
+    assert not (tmp_path / "out").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def test_shape_rules_agree_with_every_model_that_compiles():
+    """No false refusals: every fixture and shared model's declared shapes equal the inferred ones
+    (the rules cover the conv, FC, pool, broadcast, PAD and same-shape kinds of these models)."""
+    from conftest import all_models
+
+    from pockmcu.frontend import load_model
+    from pockmcu.shapes import RULES, infer, op_shape_problems
+
+    checked = set()
+    for m in all_models():
+        g = load_model(m)
+        for op in g.ops:
+            if op.kind in RULES and not op_shape_problems(g, op):
+                checked.add(op.kind)
+                assert infer(g, op) is not None
+            assert not op_shape_problems(g, op), (m.name, op.kind, op_shape_problems(g, op))
+    assert {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "PAD",
+            "SOFTMAX", "MUL"} <= checked
