@@ -8,6 +8,12 @@ the window, a VALID window larger than its input) and empty tensors. The planner
 every buffer and every kernel's dims from the declared shapes, so after this pass they never see an
 inconsistent tensor.
 
+The same pass proves the arithmetic limits of the multiply-accumulate kernels (``accumulator_problems``):
+for CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED the worst accumulator from the actual weights and
+bias, for any int8 input and zero point, must fit int32. Biases written later over the serial link
+are held to the same bound for any int8 weights by the board app (firmware/PROTOCOL.md, "Parameter
+limits").
+
 Rules are keyed by op kind. Kinds that check their own shapes in ``OpDef.check`` (RESHAPE, the
 reductions, resizes, TRANSPOSE_CONV and the data movements' ``shape_problems``) are listed in
 ``CHECKED_BY_OP``; ``rule_kinds()`` and ``CHECKED_BY_OP`` together are the kinds a model file can
@@ -184,6 +190,50 @@ def _pad(g: Graph, op: Op) -> list:
     return [tuple(int(d + a + b) for d, (a, b) in zip(x, pairs))]
 
 
+# -- arithmetic limits: the worst accumulator of the int8 multiply-accumulate kernels -------------------
+
+INT32_MAX = (1 << 31) - 1
+#: |x - zp_in| <= 255 for int8 x and zp in [-128, 127]; 256 covers every order in which a kernel sums
+#: sum(x * w), input_offset * sum(w) and the bias (folding the offset into the bias first, or not)
+ACTIVATION_BOUND = 256
+
+
+def accumulator_bound(g: Graph, op: Op) -> tuple[int, int] | None:
+    """(worst |accumulator|, output channel) of a CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED from its
+    actual weights and bias: ACTIVATION_BOUND * sum|w - zp_w| + |bias| per output channel, maximized;
+    None for other kinds or non-constant operands."""
+    if op.kind not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED") or len(op.inputs) < 2:
+        return None
+    w = g.t(op.inputs[1])
+    if w.data is None:
+        return None
+    wd = w.data.astype(np.int64)
+    if w.quant is not None and not w.quant.per_channel:
+        wd = wd - int(w.quant.zp)
+    if op.kind == "DEPTHWISE_CONV_2D":
+        per = np.abs(wd).reshape(-1, wd.shape[-1]).sum(axis=0)         # [1, kh, kw, C*m]: channel last
+    else:
+        per = np.abs(wd).reshape(wd.shape[0], -1).sum(axis=1)          # [O, ...]: channel first
+    acc = ACTIVATION_BOUND * per
+    if len(op.inputs) > 2 and op.inputs[2] and g.t(op.inputs[2]).data is not None:
+        b = np.abs(g.t(op.inputs[2]).data.astype(np.int64).reshape(-1))
+        if b.size == acc.size:
+            acc = acc + b
+    c = int(np.argmax(acc))
+    return int(acc[c]), c
+
+
+def accumulator_problems(g: Graph, op: Op) -> list[str]:
+    """The op's int32 accumulator could overflow for some int8 input (undefined behaviour in C)."""
+    found = accumulator_bound(g, op)
+    if found is None or found[0] <= INT32_MAX:
+        return []
+    worst, c = found
+    return [f"output channel {c} can accumulate {worst:,} in the worst case (|weights| summed times 256 for the "
+            f"offset input, plus |bias|), beyond int32 ({INT32_MAX:,}); the weights or bias are damaged or far "
+            "outside what an int8 converter writes"]
+
+
 def infer(g: Graph, op: Op) -> list | None:
     """The op's expected output shapes (None: no rule for its kind)."""
     f = RULES.get(op.kind)
@@ -213,7 +263,7 @@ def op_shape_problems(g: Graph, op: Op) -> list[str]:
     except ShapeProblem as exc:
         return [str(exc)]
     if want is None:
-        return []
+        return accumulator_problems(g, op)
     if len(want) != len(op.outputs):
         return [f"{len(op.outputs)} outputs, its inputs give {len(want)}"]
     problems = []
@@ -221,4 +271,4 @@ def op_shape_problems(g: Graph, op: Op) -> list[str]:
         got = _shape(g, name)
         if not _matches(w, got):
             problems.append(f"output '{name}' is declared {list(got)} but its inputs and options give {_show(w)}")
-    return problems
+    return problems or accumulator_problems(g, op)

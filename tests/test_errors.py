@@ -231,3 +231,37 @@ def test_shape_rules_agree_with_every_model_that_compiles():
             assert not op_shape_problems(g, op), (m.name, op.kind, op_shape_problems(g, op))
     assert {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "PAD",
             "SOFTMAX", "MUL"} <= checked
+
+
+def _set_bias(model: Path, dst: Path, value: int) -> Path:
+    """``model`` with the first int32 of op 0's bias buffer (input 2) set to ``value``."""
+    import struct
+
+    import tflite
+
+    data = bytearray(model.read_bytes())
+    m = tflite.Model.GetRootAs(bytes(data), 0)
+    t = m.Subgraphs(0).Tensors(_tensor_of(model, 0, outputs=False, k=2))
+    tab = m.Buffers(t.Buffer())._tab
+    struct.pack_into("<i", data, tab.Vector(tab.Offset(4)), value)
+    dst.write_bytes(bytes(data))
+    return dst
+
+
+@pytest.mark.parametrize("fixture", ["conv_3x3_s1_same_relu.tflite", "dwconv_3x3_s1_same_relu.tflite",
+                                     "fc_none.tflite"])
+def test_accumulator_that_can_overflow_int32_is_refused(fixture, tmp_path, capsys):
+    """A bias near the int32 limit: bias + sum(w * (x - zp)) overflows for some input (undefined
+    behaviour in the kernels). The bound is proven at compile time from the actual weights and bias;
+    a bias well inside it still compiles."""
+    from pockmcu.frontend import load_model
+    from pockmcu.shapes import INT32_MAX, accumulator_bound
+
+    bad = _set_bias(FIXTURES / fixture, tmp_path / "bad.tflite", INT32_MAX - 5)
+    rc, err, _ = _cli(capsys, "gen", bad, "--ram", "1MB", "-o", tmp_path / "out")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "beyond int32" in err and "output channel 0" in err, err
+    g = load_model(FIXTURES / fixture)
+    worst, _ = accumulator_bound(g, g.ops[0])
+    ok = _set_bias(FIXTURES / fixture, tmp_path / "ok.tflite", (INT32_MAX - worst) // 2)
+    rc, err, _ = _cli(capsys, "gen", ok, "--ram", "1MB", "-o", tmp_path / "out")
+    assert rc == 0, err
