@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "fixtures" / "models"
 
 
 @pytest.mark.parametrize("seed", [11, pytest.param(12, marks=pytest.mark.slow)])
@@ -25,3 +26,54 @@ def test_mutated_models_are_refused_cleanly(seed, tmp_path):
     gen = counts["counts"]["gen"]
     # the sample exercises both ways out: some mutants still compile, most are refused
     assert gen["ok"] > 0 and gen["refused"] > 0
+
+
+@pytest.mark.slow
+def test_mutants_through_sim_and_the_checked_build(tmp_path):
+    """The same harness with the sim and san stages (cffi host build, and `make host-check`: ASan,
+    UBSan and the bounds assertions of POCKMCU_CHECKED, each on one sample)."""
+    r = subprocess.run([sys.executable, str(HERE / "fuzz_models.py"), "--count", "40", "--seed", "13",
+                        "--stages", "inspect,gen,sim,san", "--jobs", "2", "--timeout", "300",
+                        "--json", str(tmp_path / "counts.json")], capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    counts = json.loads((tmp_path / "counts.json").read_text())["counts"]
+    assert counts["san"]["ok"] > 0
+    assert sum(counts["san"].values()) == counts["gen"]["ok"]
+
+
+def _checked_block(text: str) -> str:
+    a, b = text.index("#ifdef POCKMCU_CHECKED"), text.index("#endif /* POCKMCU_CHECKED */")
+    return text[:a] + text[b + len("#endif /* POCKMCU_CHECKED */\n"):]
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_host_check_build_checks_every_kernel_pointer(train, tmp_path):
+    """`make host-check` runs clean on a generated project (inference, and a training build's schedule);
+    a pointer range that leaves its array aborts with the step and the array named; without
+    POCKMCU_CHECKED the preprocessed model.c is the one without the checked block."""
+    from pockmcu.cli import main
+
+    out = tmp_path / "out"
+    model = FIXTURES / ("fc_none.tflite" if train else "small_cnn.tflite")
+    extra = ["--train", "--loss", "mse", "--update", '{"bias": "all", "weights": [{"layer": -1, "ratio": 1}]}'] \
+        if train else []
+    assert main(["gen", str(model), "--ram", "1MB", "-o", str(out), *extra]) == 0
+    text = (out / "model.c").read_text()
+    assert text.count("pockmcu_check_in(step, ") >= 3
+    if train:
+        assert "pockmcu_checked_train_step" in text
+    r = subprocess.run(["make", "-C", str(out), "host-check"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    # the normal build: the same C after preprocessing as model.c without the checked block
+    stripped = out / "stripped.c"
+    stripped.write_text(_checked_block(text))
+    pre = [subprocess.run(["gcc", "-E", "-P", "-I", str(out), "-I", str(out / "kernels"), "-I", str(out / "firmware"),
+                           str(f)], capture_output=True, text=True, check=True).stdout
+           for f in (out / "model.c", stripped)]
+    assert pre[0] == pre[1]
+    # one array one byte too long: the check fires
+    line = next(ln for ln in text.splitlines() if "pockmcu_check_in(step, " in ln and "sizeof" in ln)
+    name, n = line.split(", ")[2], int(line.split(", ")[3])
+    (out / "model.c").write_text(text.replace(line, line.replace(f"{name}, {n}, ", f"{name}, {n + 1}, ")))
+    r = subprocess.run(["make", "-C", str(out), "host-check"], capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0 and f"{name}: {n + 1} bytes at offset 0 of a {n}-byte array" in r.stdout + r.stderr
