@@ -130,8 +130,15 @@ def dims4(shape) -> tuple[int, ...]:
 
 
 def float_lit(x: float) -> str:
-    """A C float literal that reads back as exactly the same float32."""
-    return f"{float(np.float32(x))!r}f".replace("inf", "INFINITY")
+    """A C float literal that reads back as exactly the same float32 (infinities and NaN as the
+    compiler builtins: C99 has no literal for them, and INFINITY needs math.h)."""
+    with np.errstate(over="ignore"):
+        v = float(np.float32(x))
+    if v != v:
+        return '__builtin_nanf("")'
+    if v in (float("inf"), float("-inf")):
+        return ("-" if v < 0 else "") + "__builtin_inff()"
+    return f"{v!r}f"
 
 
 # -- rendering ---------------------------------------------------------------------------------------

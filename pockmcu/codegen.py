@@ -19,6 +19,7 @@ import numpy as np
 
 from . import __version__
 from .ccode import Emission, Names, check_lines, render_call, render_decl
+from .ccode import float_lit as ccode_float_lit
 from .compiler import RUNTIME_RAM_BYTES, Compiled
 from .errors import PockError
 from .ir import C_TYPES, DTYPE_BYTES, Graph, Tensor, c_ident
@@ -47,8 +48,8 @@ def short_name(name: str, limit: int = 64) -> str:
 
 
 def float_lit(x: float) -> str:
-    """A C float literal that reads back as exactly the same float32."""
-    return f"{float(np.float32(x))!r}f".replace("inf", "INFINITY")
+    """A C float literal that reads back as exactly the same float32 (ccode.float_lit)."""
+    return ccode_float_lit(x)
 
 
 class CodeGen:

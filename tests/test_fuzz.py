@@ -77,3 +77,22 @@ def test_host_check_build_checks_every_kernel_pointer(train, tmp_path):
     (out / "model.c").write_text(text.replace(line, line.replace(f"{name}, {n}, ", f"{name}, {n + 1}, ")))
     r = subprocess.run(["make", "-C", str(out), "host-check"], capture_output=True, text=True, timeout=600)
     assert r.returncode != 0 and f"{name}: {n + 1} bytes at offset 0 of a {n}-byte array" in r.stdout + r.stderr
+
+
+def test_float_literals_compile_for_any_value(tmp_path):
+    """An lr of 1e39 once produced `INFINITYf`: every float32 value, finite or not, is a literal the C
+    compiler reads back bit for bit (-Wall -Wextra -Werror)."""
+    import numpy as np
+
+    from pockmcu.ccode import float_lit
+
+    vals = np.array([0.1, -0.0, 1e-45, 3.4e38, 1e39, -1e39, np.nan], np.float64)
+    with np.errstate(over="ignore"):
+        want = vals.astype(np.float32)
+    items = ", ".join(float_lit(v) for v in vals)
+    src = tmp_path / "f.c"
+    src.write_text("#include <stdio.h>\n#include <string.h>\nint main(void)\n{\n"
+                   f"    static const float a[] = {{{items}}};\n    fwrite(a, sizeof a, 1, stdout);\n    return 0;\n}}\n")
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", str(src), "-o", str(tmp_path / "f")], check=True)
+    got = np.frombuffer(subprocess.run([str(tmp_path / "f")], capture_output=True, check=True).stdout, np.float32)
+    assert got.view(np.uint32)[:-1].tolist() == want.view(np.uint32)[:-1].tolist() and np.isnan(got[-1])
