@@ -257,6 +257,5 @@ def check_lines(emission: Emission, names: Names, nbytes: Callable[[str], int], 
             lines.append(f'pockmcu_check_in(step, "{c.function}: {names.ptr(a.tensor)}", {ptr}, {left}, '
                          f"{arr}, {size});")
     if scratch and emission.uses_scratch():
-        lines.append(f'pockmcu_check_in(step, "scratch", {scratch}.buf, (long){scratch}.size, pockmcu_arena, '
-                     "POCKMCU_ARENA_BYTES);")
+        lines.append(f"pockmcu_check_scratch(step, &{scratch});")
     return lines
