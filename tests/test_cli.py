@@ -251,3 +251,25 @@ def test_flash_refusal_starts_the_application_again(tmp_path, monkeypatch, capsy
     from pockmcu.board.bootloader import flash_map
 
     assert calls == [("go", flash_map(0x449).app_base)]
+
+
+def test_sim_output_whose_first_axis_is_not_the_batch(tmp_path, capsys):
+    """An op may move the unit batch axis (a RESHAPE to [2, 24]): sim returned a traceback; now every
+    sample's output is the full declared shape (here the input's bytes reshaped)."""
+    import struct
+
+    from fuzz_models import tflite_sites
+
+    data = bytearray((FIXTURES / "reshape_flatten.tflite").read_bytes())
+    dims = [s for s in tflite_sites(bytes(data))[0] if s.what == "tensor 2 shape"]
+    struct.pack_into("<i", data, dims[0].offset, 2)
+    struct.pack_into("<i", data, dims[1].offset, 24)
+    model = tmp_path / "m.tflite"
+    model.write_bytes(bytes(data))
+    x = np.random.default_rng(3).integers(-128, 128, (3, 4, 4, 3)).astype(np.int8)
+    np.save(tmp_path / "x.npy", x)
+    pockmcu("gen", model, "--ram", "64KB", "-o", tmp_path / "out")
+    pockmcu("sim", tmp_path / "out", "--input", tmp_path / "x.npy", "-o", tmp_path / "y.npy")
+    y = np.load(tmp_path / "y.npy")
+    assert y.shape == (3, 2, 24)
+    np.testing.assert_array_equal(y, x.reshape(3, 2, 24))
