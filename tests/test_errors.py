@@ -270,11 +270,7 @@ def test_accumulator_that_can_overflow_int32_is_refused(fixture, tmp_path, capsy
 def test_fuzz_findings_are_refused_or_run(tmp_path, capsys):
     """Two mutants `make fuzz` found: a scale of 3.4e38 on HARD_SWISH's input (numpy's overflow warning
     made a second line on stderr) and a model output moved to the weights (a constant [8, 3, 3, 3]
-    output that sim could not reshape)."""
-    import numpy as np
-
-    from pockmcu import sim
-
+    output: sim could not reshape it, and once it could, the C returned zeros, never the constant)."""
     hs = FIXTURES / "hard_swish_wide_range.tflite"
     bad = _edit(hs, tmp_path / "hs.tflite", f"tensor {_tensor_of(hs, 0, False)} scale", 0, 3.4e38, "<f")
     for cmd in (["inspect", bad], ["gen", bad, "--ram", "1MB", "-o", tmp_path / "o"]):
@@ -282,12 +278,7 @@ def test_fuzz_findings_are_refused_or_run(tmp_path, capsys):
         assert rc == 2 and len(err.strip().splitlines()) == 1 and "Warning" not in err, err
     conv = FIXTURES / "conv_3x3_s1_same_relu.tflite"
     moved = _edit(conv, tmp_path / "c.tflite", "subgraph outputs", 0, _tensor_of(conv, 0, False, 1))
-    rc, err, _ = _cli(capsys, "gen", moved, "--ram", "1MB", "-o", tmp_path / "c")
-    assert rc == 0, err
-    m = sim.load(tmp_path / "c")
-    w = m.invoke(np.zeros([2] + m.inputs[0]["shape"][1:], np.int8))
-    assert w.shape == (2, 8, 3, 3, 3)
-    from pockmcu.frontend import load_model
-
-    g = load_model(moved)
-    np.testing.assert_array_equal(w[1], g.t(g.outputs[0]).data)
+    for cmd in (["inspect", moved], ["gen", moved, "--ram", "1MB", "-o", tmp_path / "c"]):
+        rc, err, out = _cli(capsys, *cmd)
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and "is a constant" in err + out, err
+    assert not (tmp_path / "c").exists()

@@ -2,7 +2,7 @@
 
 Both frontends call ``check_structure``: a model must have inputs and outputs; every op reads only
 model inputs, constants and tensors an earlier op wrote; no tensor is written twice, and no op writes
-a model input or a constant; every model output is written (or is an input). A damaged or reordered
+a model input or a constant; every model output is written (or is an input) and none is a constant. A damaged or reordered
 file fails here with one line naming the op and the tensor, never later as a missing name.
 """
 
@@ -38,5 +38,8 @@ def check_structure(g: Graph, source: str, variables: set[str] | frozenset[str] 
                 raise PockError(f"{where} writes '{t}', which is {what}; the model file is damaged")
             written.add(t)
     for t in g.outputs:
-        if t not in written and not g.t(t).is_const:
+        if g.t(t).is_const:
+            raise PockError(f"{source}: model output '{t}' is a constant, which no op computes; the model file is "
+                            "damaged (or drop that output: pockmcu runs only what the model computes)")
+        if t not in written:
             raise PockError(f"{source}: model output '{t}' is written by no op; the model file is damaged")
