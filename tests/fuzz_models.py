@@ -39,6 +39,7 @@ import os
 import random
 import resource
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -482,6 +483,7 @@ def run_stage(args: tuple[str, str, str]) -> tuple[str, str]:
 
 
 def _worker_init() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _limit_memory()
     sys.path.insert(0, str(ROOT))
 
@@ -512,6 +514,7 @@ def main() -> int:
     keep = Path(a.keep) if a.keep else None
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))    # killed: still remove the work directory
     ctx = mp.get_context("fork")
     pool = ctx.Pool(a.jobs, initializer=_worker_init, maxtasksperchild=50)
     done = 0
@@ -581,6 +584,8 @@ def _run_batch(pool, ctx, batch, stages, timeout, jobs, counts, bad, keep):
                     pool = ctx.Pool(jobs, initializer=_worker_init, maxtasksperchild=50)
                     todo = [j for j, _ in results[n + 1:]]
                     break
+    for _, _, _, _, work in batch:     # disk stays bounded: a mutant's files go when its stages are done
+        shutil.rmtree(work, ignore_errors=True)
     return pool
 
 
