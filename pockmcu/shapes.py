@@ -16,9 +16,10 @@ limits").
 
 Rules are keyed by op kind. Kinds that check their own shapes in ``OpDef.check`` (RESHAPE, the
 reductions, resizes, TRANSPOSE_CONV and the data movements' ``shape_problems``) are listed in
-``CHECKED_BY_OP``; ``rule_kinds()`` and ``CHECKED_BY_OP`` together are the kinds a model file can
-name. Each rule returns the expected output shapes (``None`` for a dimension that is not determined,
-e.g. FULLY_CONNECTED's leading dims, which are compared by element count) or raises ShapeProblem.
+``CHECKED_BY_OP``; with the constant ops folded at load time (``FOLDED``) they are every kind a model
+file can name (tests/test_errors.py checks that). Each rule returns the expected output shapes
+(FULLY_CONNECTED's as ("rows", rows, outputs): its leading dims are compared by element count) or
+raises ShapeProblem.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ CHECKED_BY_OP = frozenset({
     "TRANSPOSE_CONV", "TRANSPOSE", "SPLIT", "SPLIT_V", "UNPACK", "PACK", "SLICE_ND", "TILE", "GATHER",
     "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "STRIDED_SLICE", "CONCATENATION", "BATCH_MATMUL",
 })
+
+
+#: kinds that never reach the C: folded to a constant at load time, of the declared output shape
+FOLDED = frozenset({"SHAPE", "FILL", "ZEROS_LIKE"})
 
 
 def rule(*kinds: str):

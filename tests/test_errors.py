@@ -282,3 +282,13 @@ def test_fuzz_findings_are_refused_or_run(tmp_path, capsys):
         rc, err, out = _cli(capsys, *cmd)
         assert rc == 2 and len(err.strip().splitlines()) == 1 and "is a constant" in err + out, err
     assert not (tmp_path / "c").exists()
+
+
+def test_every_model_level_kind_has_its_shapes_checked():
+    """Every op kind a model file can name has a shape rule, checks its shapes itself, or is folded."""
+    from pockmcu.ops import TFLITE_BUILTINS
+    from pockmcu.shapes import CHECKED_BY_OP, FOLDED, RULES
+
+    kinds = {d.kind for d in TFLITE_BUILTINS.values()}
+    assert kinds - set(RULES) - CHECKED_BY_OP - FOLDED == set()
+    assert CHECKED_BY_OP <= kinds and FOLDED <= kinds
