@@ -179,7 +179,9 @@ def _shape_case(name: str, tmp: Path) -> Path:
         "pad_operand_missing": lambda: _edit(FIXTURES / "pad_channels.tflite", tmp / "m.tflite", "op 0 inputs", 1, -1),
         "softmax_output": lambda: _edit(FIXTURES / "softmax_basic.tflite", tmp / "m.tflite",
                                         f"tensor {_tensor_of(FIXTURES / 'softmax_basic.tflite', 0)} shape", 1, 11),
-        "empty_activation": lambda: _edit(conv, tmp / "m.tflite", f"tensor {_tensor_of(conv, 0)} shape", 2, 0),
+        "empty_activation": lambda: _edit(FIXTURES / "small_cnn.tflite", tmp / "m.tflite",
+                                          f"tensor {_tensor_of(FIXTURES / 'small_cnn.tflite', 0)} shape", 2, 0),
+        "empty_input": lambda: _edit(conv, tmp / "m.tflite", f"tensor {_tensor_of(conv, 0, False)} shape", 2, 0),
         "huge_scale": lambda: _edit(FIXTURES / "unary_leaky_relu.tflite", tmp / "m.tflite",
                                     f"tensor {_tensor_of(FIXTURES / 'unary_leaky_relu.tflite', 0, False)} scale", 0,
                                     3.4e38, "<f"),
@@ -198,6 +200,7 @@ def _shape_case(name: str, tmp: Path) -> Path:
     ("pad_operand_missing", ["PAD", "missing"]),
     ("softmax_output", ["SOFTMAX", "declared", "give"]),
     ("empty_activation", ["empty activation"]),
+    ("empty_input", ["model input", "holds no values"]),
     ("huge_scale", ["LEAKY_RELU"]),
 ])
 def test_inconsistent_model_is_refused_naming_op_and_shapes(case, needles, tmp_path, capsys):
