@@ -236,11 +236,12 @@ def render_decl(d: Decl, names: Names) -> str:
 
 def check_lines(emission: Emission, names: Names, nbytes: Callable[[str], int], elem_bytes: Callable[[str], int],
                 base: Callable[[str], tuple[str, str]], scratch: str = "") -> list[str]:
-    """C statements of the checked build (``POCKMCU_CHECKED``, ``make host-check``): every pointer the
-    step's calls pass, with the bytes its tensor holds from there on, lies inside the array it belongs
-    to (``base(tensor)``: the arena, its constant array or a trainable tensor's RAM copy, as a C
-    expression and its size); the scratch context (``scratch``: the step's context variable) lies in
-    the arena. A pointer offset given as a C expression is checked as the tensor's start."""
+    """C statements (for 8 columns in) of the checked build (``POCKMCU_CHECKED``, ``make host-check``):
+    every pointer the step's calls pass, with the bytes its tensor holds from there on, lies inside the
+    array it belongs to (``base(tensor)``: the arena, its constant array or a trainable tensor's RAM
+    copy, as a C expression and its size); the scratch context (``scratch``: the step's context
+    variable) lies in the arena. A pointer offset given as a C expression is checked as the tensor's
+    start."""
     lines, seen = [], set()
     for c in emission.calls:
         for a in c.args:
@@ -254,8 +255,8 @@ def check_lines(emission: Emission, names: Names, nbytes: Callable[[str], int], 
             arr, size = base(a.tensor)
             ptr = value(Ptr(a.tensor, int(off)), names)
             left = nbytes(a.tensor) - int(off) * elem_bytes(a.tensor)
-            lines.append(f'pockmcu_check_in(step, "{c.function}: {names.ptr(a.tensor)}", {ptr}, {left}, '
-                         f"{arr}, {size});")
+            lines.append(render_call(Call("pockmcu_check_in", ("step", f'"{c.function}: {names.ptr(a.tensor)}"', ptr,
+                                                               left, arr, size)), names, indent=8))
     if scratch and emission.uses_scratch():
         lines.append(f"pockmcu_check_scratch(step, &{scratch});")
     return lines

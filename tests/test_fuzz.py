@@ -5,6 +5,7 @@ traceback, hang or crash."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,9 +73,11 @@ def test_host_check_build_checks_every_kernel_pointer(train, tmp_path):
            for f in (out / "model.c", stripped)]
     assert pre[0] == pre[1]
     # one array one byte too long: the check fires
-    line = next(ln for ln in text.splitlines() if "pockmcu_check_in(step, " in ln and "sizeof" in ln)
-    name, n = line.split(", ")[2], int(line.split(", ")[3])
-    (out / "model.c").write_text(text.replace(line, line.replace(f"{name}, {n}, ", f"{name}, {n + 1}, ")))
+    m = re.search(r'pockmcu_check_in\(step, "[^"]*", (\w+), (\d+), (\w+),\s+sizeof (\w+)\);', text)
+    assert m and m.group(1) == m.group(3) == m.group(4), "no check of a constant array"
+    name, n = m.group(1), int(m.group(2))
+    call = m.group(0)
+    (out / "model.c").write_text(text.replace(call, call.replace(f"{name}, {n}, ", f"{name}, {n + 1}, ")))
     r = subprocess.run(["make", "-C", str(out), "host-check"], capture_output=True, text=True, timeout=600)
     assert r.returncode != 0 and f"{name}: {n + 1} bytes at offset 0 of a {n}-byte array" in r.stdout + r.stderr
 
