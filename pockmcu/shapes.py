@@ -1,9 +1,10 @@
 """Shape inference as the source of truth: each op's output shapes computed from its inputs and options.
 
-``check_shapes(g)`` runs once after loading (``compiler.unsupported``): for every op with a rule here
-it computes the output shapes from the input shapes and the options and refuses a declared shape that
-disagrees, naming the op and both shapes. It also refuses windows that make no sense (strides,
-dilations and kernel sizes outside 1..MAX_WINDOW, explicit paddings that are negative or as wide as
+``op_shape_problems(g, op)`` runs for every op once after loading (``compiler.checked_op_problems``,
+from ``compiler.unsupported`` and ``inspect``): for every op with a rule here it computes the output
+shapes from the input shapes and the options and refuses a declared shape that disagrees, naming the
+op and both shapes. It also refuses windows that make no sense (strides and dilations outside
+1..MAX_WINDOW, kernel sizes outside 1..MAX_KERNEL, explicit paddings that are negative or as wide as
 the window, a VALID window larger than its input) and empty tensors. The planner and codegen size
 every buffer and every kernel's dims from the declared shapes, so after this pass they never see an
 inconsistent tensor.
@@ -31,9 +32,11 @@ import numpy as np
 
 from .ir import Graph, Op
 
-#: strides, dilations and kernel (filter) sizes above this are refused: far above any real model,
-#: small enough that no index arithmetic in the kernels or the streaming planner can overflow
+#: strides and dilations above this are refused: far above any real model, small enough that no index
+#: arithmetic in the kernels or the streaming planner can overflow
 MAX_WINDOW = 255
+#: kernel (filter) sizes above this are refused (a global pooling over a long 1-D signal stays below)
+MAX_KERNEL = 4096
 
 
 class ShapeProblem(Exception):
@@ -71,10 +74,10 @@ def _shape(g: Graph, name: str) -> tuple[int, ...]:
     return tuple(int(d) for d in g.t(name).shape)
 
 
-def _window_param(what: str, pair) -> tuple[int, int]:
+def _window_param(what: str, pair, limit: int = MAX_WINDOW) -> tuple[int, int]:
     vals = tuple(int(v) for v in pair)
-    if len(vals) != 2 or any(not 1 <= v <= MAX_WINDOW for v in vals):
-        raise ShapeProblem(f"{what} {list(vals)} (each must be 1..{MAX_WINDOW})")
+    if len(vals) != 2 or any(not 1 <= v <= limit for v in vals):
+        raise ShapeProblem(f"{what} {list(vals)} (each must be 1..{limit})")
     return vals
 
 
@@ -82,7 +85,7 @@ def window_out(what: str, in_hw, k_hw, stride, dilation, padding: str, pads) -> 
     """Output (h, w) of a 2-D window op; raises ShapeProblem on nonsense parameters."""
     stride = _window_param("stride", stride)
     dilation = _window_param("dilation", dilation)
-    k_hw = _window_param(f"{what} size", k_hw)
+    k_hw = _window_param(f"{what} size", k_hw, MAX_KERNEL)
     out = []
     for i in range(2):
         eff = (k_hw[i] - 1) * dilation[i] + 1
