@@ -342,6 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def one_line(text: str) -> str:
+    """A message as one printable line: control characters (from names in a damaged model file) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -355,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("ignore", RuntimeWarning)
             return args.func(args)
     except PockError as exc:
-        sys.stderr.write(f"pockmcu {args.command}: error: {exc}\n")
+        sys.stderr.write(f"pockmcu {args.command}: error: {one_line(str(exc))}\n")
         return exc.exit_code
     except OSError as exc:      # a file that cannot be read or written (permissions, a full disk)
         where = f" {exc.filename}:" if exc.filename else ""

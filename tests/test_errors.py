@@ -295,3 +295,23 @@ def test_every_model_level_kind_has_its_shapes_checked():
     kinds = {d.kind for d in TFLITE_BUILTINS.values()}
     assert kinds - set(RULES) - CHECKED_BY_OP - FOLDED == set()
     assert CHECKED_BY_OP <= kinds and FOLDED <= kinds
+
+
+def test_names_with_control_characters_stay_one_line(tmp_path, capsys):
+    """A damaged file's tensor name can hold a newline (fuzz seed 7: three refusals came out as several
+    lines): names are made printable at load, and every message is one line."""
+    import tflite
+
+    conv = FIXTURES / "conv_3x3_s1_same_relu.tflite"
+    k = _tensor_of(conv, 0, False)
+    model = _edit(conv, tmp_path / "m.tflite", f"tensor {k} shape", 1, -7)
+    data = bytearray(model.read_bytes())
+    name = tflite.Model.GetRootAs(bytes(data), 0).Subgraphs(0).Tensors(k).Name()
+    at = data.find(name)
+    data[at + 1:at + 2] = b"\n"
+    model.write_bytes(bytes(data))
+    rc, err, _ = _cli(capsys, "gen", model, "--ram", "1MB", "-o", tmp_path / "o")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "negative dimension" in err, err
+    from pockmcu.cli import one_line
+
+    assert one_line("a\nb\x1bc") == "a\\nb\\x1bc"
