@@ -231,8 +231,36 @@ def accumulator_bound(g: Graph, op: Op) -> tuple[int, int] | None:
     return int(acc[c]), c
 
 
+#: the largest left shift a requantization may need: the kernels shift an int32 by it (defined up to 31)
+MAX_LEFT_SHIFT = 30
+
+
+def requant_shift_problems(g: Graph, op: Op) -> list[str]:
+    """CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED: the requantization scale s_in * s_w / s_out of every
+    output channel must need a left shift of at most MAX_LEFT_SHIFT bits (a weight scale of 1e30 asked
+    for a shift of 98: undefined behaviour in the kernels)."""
+    if op.kind not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED") or len(op.inputs) < 2:
+        return []
+    x, w, y = g.t(op.inputs[0]), g.t(op.inputs[1]), g.t(op.outputs[0])
+    if x.quant is None or w.quant is None or y.quant is None:
+        return []
+    with np.errstate(all="ignore"):
+        m = float(x.quant.s) * w.quant.scale.astype(np.float64) / float(y.quant.s)
+    if not np.all(np.isfinite(m)):
+        return ["its requantization scale (input scale x weight scale / output scale) is not a finite number"]
+    shift = int(np.frexp(m.max() * (1 + 1e-6))[1])
+    if shift > MAX_LEFT_SHIFT:
+        return [f"its requantization scale {m.max():.4g} (input scale x weight scale / output scale) needs a left "
+                f"shift of {shift} bits, more than {MAX_LEFT_SHIFT}; the scales are damaged"]
+    return []
+
+
 def accumulator_problems(g: Graph, op: Op) -> list[str]:
-    """The op's int32 accumulator could overflow for some int8 input (undefined behaviour in C)."""
+    """The op's int32 accumulator could overflow for some int8 input (undefined behaviour in C), or its
+    requantization needs a shift the kernels cannot make."""
+    shift = requant_shift_problems(g, op)
+    if shift:
+        return shift
     found = accumulator_bound(g, op)
     if found is None or found[0] <= INT32_MAX:
         return []

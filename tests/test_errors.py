@@ -315,3 +315,14 @@ def test_names_with_control_characters_stay_one_line(tmp_path, capsys):
     from pockmcu.cli import one_line
 
     assert one_line("a\nb\x1bc") == "a\\nb\\x1bc"
+
+
+@pytest.mark.parametrize("fixture,scale", [("conv_3x2_s2x1_same.tflite", 1e30), ("fc_none.tflite", 3.4e38),
+                                           ("dwconv_3x3_s1_same_relu.tflite", 3.4e38)])
+def test_requantization_needing_a_huge_shift_is_refused(fixture, scale, tmp_path, capsys):
+    """`make fuzz` (seed 2024, san stage): a weight scale of 1e30 compiled and the checked build's UBSan
+    reported a shift by 98 bits in the kernels' requantization. Refused at compile time now."""
+    m = FIXTURES / fixture
+    bad = _edit(m, tmp_path / "m.tflite", f"tensor {_tensor_of(m, 0, False, 1)} scale", 0, scale, "<f")
+    rc, err, _ = _cli(capsys, "gen", bad, "--ram", "1MB", "-o", tmp_path / "o")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "left shift of" in err, err
