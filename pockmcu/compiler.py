@@ -18,7 +18,7 @@ from .lifetimes import lifetimes, live_bytes
 from .ops import REGISTRY, TFLITE_BUILTINS, opdef
 from .ops.base import op_problems
 from .plan import Plan, plan_memory
-from .shapes import op_shape_problems
+from .shapes import op_shape_problems, prepared_shift_problems
 from .stream import MODES as STREAM_MODES
 from .stream import all_candidates, choose_stream
 from .targets import get_target
@@ -177,7 +177,10 @@ def prepare(g: Graph, op) -> object:
     other) reported as one line naming the op."""
     where = f"{op.kind} '{op.name}' ({op.location.split(' (')[0]})"
     try:
-        return opdef(op.kind).prepare(g, op)
+        prepared = opdef(op.kind).prepare(g, op)
+        for problem in prepared_shift_problems(prepared):
+            raise PockError(problem)
+        return prepared
     except PockError as exc:
         raise PockError(f"{where}: {exc}") from None
     except (ValueError, ArithmeticError, IndexError) as exc:

@@ -26,6 +26,7 @@ raises ShapeProblem.
 from __future__ import annotations
 
 import math
+from dataclasses import fields, is_dataclass
 from typing import Callable
 
 import numpy as np
@@ -252,6 +253,32 @@ def requant_shift_problems(g: Graph, op: Op) -> list[str]:
     if shift > MAX_LEFT_SHIFT:
         return [f"its requantization scale {m.max():.4g} (input scale x weight scale / output scale) needs a left "
                 f"shift of {shift} bits, more than {MAX_LEFT_SHIFT}; the scales are damaged"]
+    return []
+
+
+def prepared_shift_problems(prepared) -> list[str]:
+    """Any op's prepared constants (after OpDef.prepare): no left shift above MAX_LEFT_SHIFT. The kernels
+    shift int32 values by these; a scale of 1e30 or 1e-30 asks for 90 bits and more (MEAN, SUM,
+    QUANTIZE, TRANSPOSE_CONV, BATCH_MATMUL, LOGISTIC, TANH: undefined behaviour in C). Right shifts
+    (negative) are left alone (TFLM's multipliers clamp them, onnxruntime's exponents are wider), except
+    a field named as a left shift (LOGISTIC's input_left_shift): -31 at least. Shipped models reach at
+    most 25."""
+    if not is_dataclass(prepared):
+        return []
+    for f in fields(prepared):
+        v = getattr(prepared, f.name)
+        items = v.items() if isinstance(v, dict) else [(f.name, v)]
+        for name, x in items:
+            if "shift" not in name or isinstance(x, (str, bool)) or x is None:
+                continue
+            try:
+                a = np.asarray(x, dtype=np.float64)
+            except (TypeError, ValueError):
+                continue
+            if a.size and (np.nanmax(a) > MAX_LEFT_SHIFT or ("left_shift" in name and np.nanmin(a) < -31)):
+                worst = int(np.nanmax(a)) if np.nanmax(a) > MAX_LEFT_SHIFT else int(np.nanmin(a))
+                return [f"its scales need a shift of {worst} bits ({name}), outside -31..{MAX_LEFT_SHIFT}; "
+                        "the quantization scales are damaged or far outside int8 practice"]
     return []
 
 

@@ -326,3 +326,21 @@ def test_requantization_needing_a_huge_shift_is_refused(fixture, scale, tmp_path
     bad = _edit(m, tmp_path / "m.tflite", f"tensor {_tensor_of(m, 0, False, 1)} scale", 0, scale, "<f")
     rc, err, _ = _cli(capsys, "gen", bad, "--ram", "1MB", "-o", tmp_path / "o")
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "left shift of" in err, err
+
+
+@pytest.mark.parametrize("fixture,tensor,scale", [
+    ("mean_same_quant.tflite", "input", 1e30), ("sum_spatial_nokeep.tflite", "input", 1e30),
+    ("sum_spatial_nokeep.tflite", "sum0/out", 1e-30), ("quantize_int8_requant.tflite", "input", 1e30),
+    ("tconv_3x3_s1_same_odd.tflite", "input", 1e30), ("logistic.tflite", "input", 1e-30),
+])
+def test_any_op_whose_scales_need_an_impossible_shift_is_refused(fixture, tensor, scale, tmp_path, capsys):
+    """Beyond the conv family: every op's prepared shifts are checked (MEAN, SUM, QUANTIZE, TRANSPOSE_CONV,
+    LOGISTIC compiled with scales of 1e30 / 1e-30 and asked the kernels for shifts of 70 to 110 bits)."""
+    import tflite
+
+    m = FIXTURES / fixture
+    sg = tflite.Model.GetRootAs(m.read_bytes(), 0).Subgraphs(0)
+    k = next(i for i in range(sg.TensorsLength()) if sg.Tensors(i).Name() == tensor.encode())
+    bad = _edit(m, tmp_path / "m.tflite", f"tensor {k} scale", 0, scale, "<f")
+    rc, err, _ = _cli(capsys, "gen", bad, "--ram", "1MB", "-o", tmp_path / "o")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "shift" in err, err
