@@ -55,9 +55,11 @@ corpus: setup
 	-$(PY) -m pockmcu.corpus fetch $(if $(CORPUS_FROM),--from $(CORPUS_FROM))
 	$(PY) -m pockmcu.corpus eval --into BENCHMARKS.md
 
-# Mutated models through inspect, gen and the host build: 0 tracebacks, hangs or crashes expected.
-# FUZZ_ARGS="--count 200 --seconds 60" for a short run; failures are kept in fuzz-failures/.
-FUZZ_ARGS ?= --count 10000 --seconds 3600 --stages inspect,gen,sim
+# Mutated models through inspect, gen, the cffi host build (sim) and the checked sanitized build (san:
+# make host-check in each accepted project): 0 tracebacks, hangs, crashes, half-written outputs, build
+# failures or sanitizer reports expected. FUZZ_ARGS="--count 200 --seconds 60" for a short run;
+# failures are kept in fuzz-failures/.
+FUZZ_ARGS ?= --count 10000 --seconds 3600 --stages inspect,gen,sim,san
 fuzz: setup
 	$(PY) tests/fuzz_models.py $(FUZZ_ARGS) --keep fuzz-failures
 

@@ -130,8 +130,15 @@ def dims4(shape) -> tuple[int, ...]:
 
 
 def float_lit(x: float) -> str:
-    """A C float literal that reads back as exactly the same float32."""
-    return f"{float(np.float32(x))!r}f".replace("inf", "INFINITY")
+    """A C float literal that reads back as exactly the same float32 (infinities and NaN as the
+    compiler builtins: C99 has no literal for them, and INFINITY needs math.h)."""
+    with np.errstate(over="ignore"):
+        v = float(np.float32(x))
+    if v != v:
+        return '__builtin_nanf("")'
+    if v in (float("inf"), float("-inf")):
+        return ("-" if v < 0 else "") + "__builtin_inff()"
+    return f"{v!r}f"
 
 
 # -- rendering ---------------------------------------------------------------------------------------
@@ -223,3 +230,33 @@ def render_decl(d: Decl, names: Names) -> str:
             items = [value(x, names) for x in d.init]
         return _wrap(f"static const {d.ctype} {name} = {{", items, "};") + comment
     raise TypeError(f"not a declaration: {d!r}")
+
+
+# -- the checked build (make host-check) ---------------------------------------------------------------
+
+def check_lines(emission: Emission, names: Names, nbytes: Callable[[str], int], elem_bytes: Callable[[str], int],
+                base: Callable[[str], tuple[str, str]], scratch: str = "") -> list[str]:
+    """C statements (for 8 columns in) of the checked build (``POCKMCU_CHECKED``, ``make host-check``):
+    every pointer the step's calls pass, with the bytes its tensor holds from there on, lies inside the
+    array it belongs to (``base(tensor)``: the arena, its constant array or a trainable tensor's RAM
+    copy, as a C expression and its size); the scratch context (``scratch``: the step's context
+    variable) lies in the arena. A pointer offset given as a C expression is checked as the tensor's
+    start."""
+    lines, seen = [], set()
+    for c in emission.calls:
+        for a in c.args:
+            if not isinstance(a, Ptr):
+                continue
+            off = a.offset if isinstance(a.offset, (int, np.integer)) else 0
+            key = (a.tensor, int(off))
+            if key in seen:
+                continue
+            seen.add(key)
+            arr, size = base(a.tensor)
+            ptr = value(Ptr(a.tensor, int(off)), names)
+            left = nbytes(a.tensor) - int(off) * elem_bytes(a.tensor)
+            lines.append(render_call(Call("pockmcu_check_in", ("step", f'"{c.function}: {names.ptr(a.tensor)}"', ptr,
+                                                               left, arr, size)), names, indent=8))
+    if scratch and emission.uses_scratch():
+        lines.append(f"pockmcu_check_scratch(step, &{scratch});")
+    return lines

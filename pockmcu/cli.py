@@ -11,11 +11,13 @@ import json
 import os
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__
+from . import argcheck as A
 from .bench import bench_model, format_bench
 from .board.cli import add_commands as add_board_commands
 from .codegen import write_project
@@ -62,6 +64,12 @@ def save_npy(path: str, array: np.ndarray) -> None:
         raise
 
 
+def check_samples(x: np.ndarray, path: str) -> None:
+    """IN.npy holds at least one sample."""
+    if x.ndim == 0 or x.shape[0] == 0:
+        raise PockError(f"--input {path}: holds no samples (shape {list(x.shape)}); give [N, ...] with N >= 1")
+
+
 def check_out_dir(out: str) -> None:
     p = Path(out)
     if p.exists() and (not p.is_dir() or (any(p.iterdir()) and not (p / "plan.json").exists())):
@@ -72,15 +80,17 @@ def check_out_dir(out: str) -> None:
 
 
 def cmd_gen(args) -> int:
-    ram = parse_size(args.ram, "--ram")
-    flash = parse_size(args.flash, "--flash") if args.flash else None
-    stack = parse_size(args.stack, "--stack")
+    ram = A.check_size(parse_size(args.ram, "--ram"), "--ram")
+    flash = A.check_size(parse_size(args.flash, "--flash"), "--flash") if args.flash else None
+    stack = A.check_size(parse_size(args.stack, "--stack"), "--stack")
     target = get_target(args.target).name
     if not args.train and (args.update or args.loss or args.no_reorder or args.calib or args.no_fusion):
         raise PockError("--update, --loss, --no-reorder, --no-fusion and --calib go with --train")
     if args.calib and args.update:
         raise PockError("--calib chooses the update; give either --calib or --update")
     check_out_dir(args.output)
+    A.output_dir(args.output)
+    A.check_update(args.update)
     train = TrainOptions(spec=args.update, loss=args.loss or "xent", reorder=not args.no_reorder,
                          fusions=Fusions().without(args.no_fusion or ())) if args.train else None
     choice = None
@@ -118,7 +128,9 @@ def cmd_sim(args) -> int:
         return train_session(args, target=None)
     if not args.input or not args.output:
         raise PockError("sim needs --input IN.npy -o RESULT.npy (or --train DATA.npz)")
+    A.output_file(args.output)
     x = load_npy(args.input)
+    check_samples(x, args.input)
     model = load(args.out)
     y = model.invoke(x)
     save_npy(args.output, y)
@@ -132,8 +144,12 @@ def train_session(args, target: str | None) -> int:
     plan = training_plan(args.out)
     if args.epochs < 1:
         raise PockError(f"--epochs {args.epochs}: must be at least 1")
+    A.output_file(args.save_params, "--save-params")
     data = load_data(args.train, plan)
+    A.check_finite(data.x, data.y, args.train, "--train")
     eval_data = load_data(args.eval, plan, "--eval") if getattr(args, "eval", None) else None
+    if eval_data is not None:
+        A.check_finite(eval_data.x, eval_data.y, args.eval, "--eval")
     if target is None:
         trainer = HostTrainer(args.out)
         trainer.train(data, args.epochs, args.seed, eval_data)
@@ -147,6 +163,7 @@ def train_session(args, target: str | None) -> int:
 
 
 def cmd_export(args) -> int:
+    A.output_file(args.output)
     n = export_tflite(args.out, args.params, args.output)
     print(f"wrote {args.output}: the original model with {n} trained tensors")
     return 0
@@ -157,7 +174,9 @@ def cmd_run(args) -> int:
         return train_session(args, target=args.target)
     if not args.input or not args.output:
         raise PockError("run needs --input IN.npy -o RESULT.npy (or --train DATA.npz)")
+    A.output_file(args.output)
     x = load_npy(args.input)
+    check_samples(x, args.input)
     y = run_on_target(args.out, args.target, x)
     save_npy(args.output, y)
     print(f"{y.shape[0]} sample(s) on {args.target} -> {args.output} {list(y.shape)} {y.dtype}")
@@ -193,7 +212,9 @@ def cmd_plan(args) -> int:
     budgets = [parse_size(b, "--ram") for b in args.ram.split(",") if b.strip()]
     if not budgets:
         raise PockError("--ram: give one or more budgets, e.g. 64KB,128KB,256KB")
-    stack = parse_size(args.stack, "--stack")
+    budgets = [A.check_size(b, "--ram") for b in budgets]
+    stack = A.check_size(parse_size(args.stack, "--stack"), "--stack")
+    A.output_file(args.output)
     loss = args.loss or "xent"
     calib = load_calib(args.calib, args.model, loss) if args.calib else None
     searcher = Searcher(args.model, loss=loss, reorder=not args.no_reorder, stack=stack,
@@ -215,8 +236,8 @@ def cmd_plan(args) -> int:
 
 def add_train_args(p) -> None:
     p.add_argument("--train", metavar="DATA.npz", help="train on x (inputs) and y (labels or targets)")
-    p.add_argument("--epochs", type=int, default=1, help="passes over DATA (default 1)")
-    p.add_argument("--seed", type=int, default=0, help="sample order and stochastic rounding seed (default 0)")
+    p.add_argument("--epochs", type=A.EPOCHS, default=1, help=f"passes over DATA (default 1, at most {A.MAX_EPOCHS})")
+    p.add_argument("--seed", type=A.SEED, default=0, help="sample order and stochastic rounding seed (default 0)")
     p.add_argument("--save-params", metavar="P.bin", help="write the trained parameters here")
 
 
@@ -319,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--loss", choices=["xent", "mse"], help="xent (default) or mse")
     pl.add_argument("--no-reorder", action="store_true", help="as for gen")
     pl.add_argument("--stream", choices=["auto", "max", "off"], default="auto", help="as for gen")
-    pl.add_argument("--seed", type=int, default=0, help="calibration split and training seed (default 0)")
+    pl.add_argument("--seed", type=A.SEED, default=0, help="calibration split and training seed (default 0)")
     pl.add_argument("-o", "--output", metavar="plan.html", help="write a self-contained HTML page here")
     pl.set_defaults(func=cmd_plan)
 
@@ -337,6 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def one_line(text: str) -> str:
+    """A message as one printable line: control characters (from names in a damaged model file) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -344,10 +370,21 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return args.func(args)
+        # float overflow in a damaged model's parameters ends in a check's one-line refusal; numpy's
+        # RuntimeWarning about it would be a second, confusing line on stderr
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return args.func(args)
     except PockError as exc:
-        sys.stderr.write(f"pockmcu {args.command}: error: {exc}\n")
+        sys.stderr.write(f"pockmcu {args.command}: error: {one_line(str(exc))}\n")
         return exc.exit_code
+    except OSError as exc:      # a file that cannot be read or written (permissions, a full disk)
+        where = f" {exc.filename}:" if exc.filename else ""
+        sys.stderr.write(f"pockmcu {args.command}: error:{where} {exc.strerror or exc}\n")
+        return 2
+    except RecursionError:
+        sys.stderr.write(f"pockmcu {args.command}: error: an input is nested too deeply to read\n")
+        return 2
     except KeyboardInterrupt:
         sys.stderr.write("pockmcu: interrupted\n")
         return 130

@@ -18,10 +18,11 @@ import jinja2
 import numpy as np
 
 from . import __version__
-from .ccode import Emission, Names, render_call, render_decl
+from .ccode import Emission, Names, check_lines, render_call, render_decl
+from .ccode import float_lit as ccode_float_lit
 from .compiler import RUNTIME_RAM_BYTES, Compiled
 from .errors import PockError
-from .ir import C_TYPES, Graph, Tensor, c_ident
+from .ir import C_TYPES, DTYPE_BYTES, Graph, Tensor, c_ident
 from .kernel_table import Kernel, choose
 from .ops import opdef
 from .ops.base import option_items
@@ -47,8 +48,8 @@ def short_name(name: str, limit: int = 64) -> str:
 
 
 def float_lit(x: float) -> str:
-    """A C float literal that reads back as exactly the same float32."""
-    return f"{float(np.float32(x))!r}f".replace("inf", "INFINITY")
+    """A C float literal that reads back as exactly the same float32 (ccode.float_lit)."""
+    return ccode_float_lit(x)
 
 
 class CodeGen:
@@ -201,7 +202,16 @@ class CodeGen:
                     calls=[c.function for c in emission.calls],
                     no_scratch=emission.uses_scratch() and not scratch,
                     query=render_call(emission.buffer_query, names, expression=True) if emission.buffer_query else "",
-                    returns_status=any(c.status for c in emission.calls))
+                    returns_status=any(c.status for c in emission.calls),
+                    checks=check_lines(emission, names, lambda t: self.g.t(t).nbytes,
+                                       lambda t: DTYPE_BYTES[self.g.t(t).dtype], self._region,
+                                       f"{n}_ctx" if scratch else ""))
+
+    def _region(self, t: str) -> tuple[str, str]:
+        """The array a tensor's pointer must stay in (the checked build): the arena, or its own array."""
+        if t in self.plan.tensor_buffer:
+            return "pockmcu_arena", "POCKMCU_ARENA_BYTES"
+        return self._array(t), f"sizeof {self._array(t)}"
 
     def _array(self, t: str) -> str:
         """The C array of a tensor as a call argument: a constant's as ``const`` gives it."""
@@ -373,7 +383,9 @@ def write_project(c: Compiled, out: str | Path) -> Path:
         "weights.c": cg.render("weights.c.j2", constants=cg.constants()),
         "Makefile": cg.render("Makefile.j2", model_sources=["model.c", "weights.c"], ram_bytes=c.ram_budget,
                               flash_bytes=c.flash_budget, stack_bytes=c.stack_bytes,
-                              default_target=c.target, model_name=c_ident(Path(c.graph.source).stem)),
+                              default_target=c.target, model_name=c_ident(Path(c.graph.source).stem),
+                              input_bytes=sum(t["bytes"] for t in plan["inputs"]),
+                              float_inputs=any(t["dtype"] == "float32" for t in plan["inputs"])),
         "plan.json": json.dumps(plan, indent=1) + "\n",
     }
 

@@ -18,6 +18,7 @@ from .lifetimes import lifetimes, live_bytes
 from .ops import REGISTRY, TFLITE_BUILTINS, opdef
 from .ops.base import OpDef, op_problems
 from .plan import Plan, plan_memory
+from .shapes import op_shape_problems, prepared_shift_problems
 from .stream import MODES as STREAM_MODES
 from .stream import all_candidates, choose_stream
 from .targets import get_target
@@ -50,9 +51,24 @@ def unsupported(g: Graph) -> list[str]:
         if d is None:
             problems.append(f"op {op.kind} at {op.location.split(' (')[0]} is not supported")
             continue
-        for p in op_problems(g, op):
+        for p in checked_op_problems(g, op):
             problems.append(f"{op.kind} '{op.name}' ({op.location.split(' (')[0]}): {p}")
     return problems + io_problems(g)
+
+
+def checked_op_problems(g: Graph, op) -> list[str]:
+    """The op's own checks, then its shapes (shapes.op_shape_problems: outputs inferred from inputs and
+    options). A check that trips over a damaged operand (a missing tensor, a value no arithmetic can
+    use) is itself reported as a problem of the op, never as a traceback."""
+    try:
+        return op_problems(g, op) or op_shape_problems(g, op)
+    except KeyError as exc:
+        what = "an operand it needs is missing" if exc.args and exc.args[0] == "" else \
+            f"it names tensor {exc} that the model does not have"
+        return [f"{what}; the model file is damaged"]
+    except (ValueError, ArithmeticError, IndexError, TypeError, AttributeError) as exc:
+        return [f"its operands or options are inconsistent ({type(exc).__name__}: {str(exc)[:100]}); the model "
+                "file is damaged or uses values pockmcu cannot represent"]
 
 
 def io_problems(g: Graph) -> list[str]:
@@ -161,7 +177,10 @@ def prepare(g: Graph, op) -> object:
     other) reported as one line naming the op."""
     where = f"{op.kind} '{op.name}' ({op.location.split(' (')[0]})"
     try:
-        return opdef(op.kind).prepare(g, op)
+        prepared = opdef(op.kind).prepare(g, op)
+        for problem in prepared_shift_problems(prepared):
+            raise PockError(problem)
+        return prepared
     except PockError as exc:
         raise PockError(f"{where}: {exc}") from None
     except (ValueError, ArithmeticError, IndexError) as exc:

@@ -18,7 +18,7 @@ from pathlib import Path
 import tflite
 from tflite.utils import BUILTIN_OPCODE2NAME
 
-from .compiler import default_numerics, io_problems
+from .compiler import checked_op_problems, default_numerics, io_problems
 from .errors import PockError
 from .frontend import load_model
 from .frontend.onnx.convert import HANDLERS
@@ -26,7 +26,6 @@ from .frontend.onnx.read import ONNX_DTYPES, QUANT_OPS, read_model, runtime_qpar
 from .frontend.tflite import TENSOR_TYPES
 from .ir import Graph
 from .ops import REGISTRY, TFLITE_BUILTINS
-from .ops.base import op_problems
 
 #: activation dtypes a TFLite model may carry (int32 only as biases and shape operands)
 TFLITE_ACT_DTYPES = ("int8", "float32", "int32")
@@ -110,7 +109,7 @@ def _inspect_graph(path: Path, g: Graph) -> Inspection:
             r.add(f"op {op.kind}", f"op {op.kind} at {op.location.split(' (')[0]} is not supported")
             continue
         try:
-            found = op_problems(g, op)
+            found = checked_op_problems(g, op)     # its checks, then its shapes (shapes.py)
         except Exception as exc:  # noqa: BLE001 - a check that fails on an op it did not expect
             found = [f"pockmcu cannot check this op ({type(exc).__name__}: {exc})"]
         for p in found:

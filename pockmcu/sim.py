@@ -58,6 +58,13 @@ def check_batch(x: np.ndarray, spec: dict, what: str = "input") -> np.ndarray:
                     f"(N samples of the model input {list(shape)})")
 
 
+def sample_shape(shape) -> tuple[int, ...]:
+    """One sample of a model output: its shape without the unit batch axis; an output whose first axis
+    is not 1 (an op moved the batch axis, or a rank-1 output) is one sample of its full shape."""
+    shape = tuple(int(d) for d in shape)
+    return shape[1:] if shape[:1] == (1,) else shape
+
+
 class Model:
     def __init__(self, out: str | Path):
         self.out = Path(out)
@@ -88,7 +95,7 @@ class Model:
         n = xs[0].shape[0]
         if any(x.shape[0] != n for x in xs):
             raise PockError("all inputs must hold the same number of samples")
-        outs = [np.empty((n,) + tuple(s["shape"][1:]), np.dtype(s["dtype"])) for s in self.outputs]
+        outs = [np.empty((n,) + sample_shape(s["shape"]), np.dtype(s["dtype"])) for s in self.outputs]
         for i in range(n):
             for k, x in enumerate(xs):
                 sample = np.ascontiguousarray(x[i])

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Mutated model files through pockmcu: every one must be refused with one line (exit 2) or compile.
 
-    python tests/fuzz_models.py [--count N] [--seconds S] [--seed K] [--stages inspect,gen,sim]
-                                [--jobs J] [--keep DIR]
+    python tests/fuzz_models.py [--count N] [--seconds S] [--seed K] [--stages inspect,gen,sim,san]
+                                [--jobs J] [--keep DIR] [--json FILE]
 
 Seeds are the shared third-party models (../shared/models) and the repo's fixtures. Each mutant is
 one seeded edit of one seed file:
@@ -18,9 +18,13 @@ one seeded edit of one seed file:
 
 Each stage runs in a worker process with a memory limit and a time limit. A mutant's outcome per
 stage: ok, refused (a PockError: one line, exit 2), traceback (any other exception: a bug), hang
-(time limit) or crash (the worker died). With ``sim``, every mutant gen accepts is built for the
-host and run on one random sample. The summary counts them; ``--keep DIR`` saves every mutant that
-gave a traceback, hang or crash with a one-line reason, to reproduce it:
+(time limit), crash (the worker died), halfwritten (gen left a partial OUT or a temporary
+directory), buildfail (the generated C does not compile) or sanitizer (an ASan/UBSan report or a
+bounds assertion). With ``sim``, every mutant gen accepts is built for the host (cffi) and run on
+one random sample; with ``san``, ``make host-check`` builds it with ASan, UBSan and the bounds
+assertions of POCKMCU_CHECKED and runs it on one sample, every file it writes capped at 64 MB.
+The summary counts them; ``--keep DIR`` saves every mutant that failed, with a one-line reason,
+to reproduce it:
 ``pockmcu gen DIR/<name> -o /tmp/x``. Exit status 1 if any did.
 """
 
@@ -35,7 +39,9 @@ import os
 import random
 import resource
 import shutil
+import signal
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +57,14 @@ FIXTURES = ROOT / "tests" / "fixtures"
 INTS = [0, -1, 1, 2, 3, 7, 255, 1000, -1000, 65535, 1 << 20, (1 << 31) - 1, -(1 << 31)]
 FLOATS = [0.0, -0.0, float("nan"), float("inf"), float("-inf"), -1.0, 1e-45, 1e-30, 1e30, 3.4e38, 1.0, 0.5]
 ZPS = [1000, -129, 128, 255, -1000, 1 << 40, -(1 << 40), 127, -128]
+
+STAGES = ("inspect", "gen", "sim", "san")
+#: per stage: ok, same (sim, san: generated C byte-identical to an earlier mutant's that passed the
+#: stage in this run, so not built again), refused (one line, exit 2), or a failure: traceback, hang, crash (the worker died),
+#: halfwritten (gen left a partial OUT or a temporary directory), buildfail (the generated C did not
+#: compile), sanitizer (ASan/UBSan or a host-check bounds assertion fired, or the runner misbehaved)
+OUTCOMES = ("ok", "same", "refused", "traceback", "hang", "crash", "halfwritten", "buildfail", "sanitizer")
+BAD = frozenset(OUTCOMES) - {"ok", "same", "refused"}
 
 
 def seeds() -> list[Path]:
@@ -335,33 +349,113 @@ def mutate(path: Path, rng: random.Random) -> tuple[bytes, str]:
 # -- running ------------------------------------------------------------------------------------------
 
 def _limit_memory(gb: int = 6) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (gb << 30, gb << 30))
+    """A soft limit only: the san stage's children (make, gcc, the ASan runner, which reserves
+    terabytes of shadow address space) lift it again (``_child_limits``)."""
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    soft = gb << 30 if hard == resource.RLIM_INFINITY else min(gb << 30, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+#: bytes any file the san stage's build or runner writes may reach (a runner that loops writing
+#: output hits it instead of filling the disk)
+MAX_FILE_BYTES = 64 << 20
+
+
+def _child_limits() -> None:
+    os.setsid()
+    resource.setrlimit(resource.RLIMIT_AS, (resource.getrlimit(resource.RLIMIT_AS)[1],) * 2)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+
+
+def _sample(out: Path) -> list:
+    """One random sample of the model's inputs (integers over the dtype's range, normal floats)."""
+    import numpy as np
+
+    from pockmcu import sim
+
+    xs = []
+    rng = np.random.default_rng(1)
+    for spec in sim.read_plan(out)["inputs"]:
+        info = np.iinfo(spec["dtype"]) if spec["dtype"] != "float32" else None
+        xs.append(rng.integers(info.min, info.max + 1, [1] + spec["shape"][1:]).astype(spec["dtype"])
+                  if info else rng.standard_normal([1] + spec["shape"][1:]).astype(np.float32))
+    return xs
+
+
+def run_checked(out: Path, timeout: float) -> tuple[str, str]:
+    """``make host-check`` (ASan + UBSan + bounds assertions on every kernel call) on one sample, the
+    kernels from the build cache; (outcome, detail): ok, buildfail, sanitizer or hang."""
+    import numpy as np
+
+    from pockmcu import sim
+    from pockmcu.build import kernel_archive
+
+    xs = _sample(out)
+    sample = out.parent / "sample.bin"
+    sample.write_bytes(b"".join(x.tobytes() for x in xs))
+    lib = kernel_archive(out, "host-san")
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env.update(ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=86",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=87")
+    cmd = ["make", "-C", str(out), "--no-print-directory", "host-check", f"CHECK_INPUT={sample}"]
+    if lib:
+        cmd.append(f"SAN_KERNEL_LIB={lib}")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, preexec_fn=_child_limits)
+    try:
+        log, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)
+        p.communicate()
+        return "hang", f"make host-check did not finish in {timeout:.0f} s"
+    text = log.decode("utf-8", "replace")
+    if p.returncode == 0:
+        want = sum(int(np.prod(s["shape"][1:])) * np.dtype(s["dtype"]).itemsize
+                   for s in sim.read_plan(out)["outputs"])
+        got = (out / "build" / "host-check" / "output.bin").stat().st_size
+        if got != want:
+            return "sanitizer", f"the runner wrote {got} output bytes for one sample, expected {want}"
+        return "ok", ""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not (out / "build" / "host-check" / "pockmcu_run").exists():
+        errs = [ln for ln in lines if "error" in ln.lower()] or lines
+        return "buildfail", " | ".join(errs[:3])[:300]
+    key = [ln for ln in lines if "ERROR" in ln or "runtime error" in ln or "host-check:" in ln] or lines[-3:]
+    return "sanitizer", " | ".join(key[:3])[:300]
 
 
 def run_stage(args: tuple[str, str, str]) -> tuple[str, str]:
     """In a worker: run one stage on one mutant; (outcome, detail)."""
-    stage, model, work = args
+    stage, model, work, timeout = args
     from pockmcu.cli import main
     from pockmcu.errors import PockError
 
     out = Path(work) / "out"
+    marker = None
+    if stage in ("sim", "san"):       # C equal to a mutant's that already passed this stage passes again
+        import hashlib
+
+        stem = Path(model).stem.encode()           # model.c names its source file: not part of the code
+        digest = hashlib.sha256(b"".join((out / f).read_bytes().replace(stem, b"MODEL")
+                                         for f in ("model.h", "model.c", "weights.c")))
+        marker = Path(work).parent / f".passed-{stage}-{digest.hexdigest()[:32]}"
+        if marker.exists():
+            return "same", ""
+    if stage == "san":
+        try:
+            outcome, detail = run_checked(out, timeout * 0.9)
+        except BaseException as exc:  # noqa: BLE001
+            return "traceback", f"{type(exc).__name__} in the san stage: {str(exc)[:160]}"
+        if outcome == "ok":
+            marker.touch()
+        return outcome, detail
     err = io.StringIO()
     old = sys.stderr, sys.stdout
     sys.stderr, sys.stdout = err, io.StringIO()
     try:
         if stage == "sim":            # the host build of what gen wrote, one random sample
-            import numpy as np
-
             from pockmcu import sim
 
-            m = sim.load(out)
-            xs = []
-            for spec in sim.read_plan(out)["inputs"]:
-                info = np.iinfo(spec["dtype"]) if spec["dtype"] != "float32" else None
-                rng = np.random.default_rng(1)
-                xs.append(rng.integers(info.min, info.max + 1, [1] + spec["shape"][1:]).astype(spec["dtype"])
-                          if info else rng.standard_normal([1] + spec["shape"][1:]).astype(np.float32))
-            m.invoke(*xs)
+            sim.load(out).invoke(*_sample(out))
             rc = 0
         else:
             rc = main({"inspect": ["inspect", model],
@@ -377,7 +471,13 @@ def run_stage(args: tuple[str, str, str]) -> tuple[str, str]:
     finally:
         sys.stderr, sys.stdout = old
     text = err.getvalue().strip()
+    if stage == "gen":                # OUT is whole or absent, and no temporary sibling is left
+        left = [p.name for p in Path(work).iterdir() if p.name.startswith(".out")]
+        if left or (rc != 0 and out.exists()) or (rc == 0 and not (out / "plan.json").is_file()):
+            return "halfwritten", f"exit {rc}, left behind: {left or sorted(p.name for p in out.iterdir())[:5]}"
     if rc == 0:
+        if marker is not None:
+            marker.touch()
         return "ok", ""
     if rc == 2 and text.count("\n") == 0 and "Traceback" not in text:
         return "refused", text
@@ -385,6 +485,7 @@ def run_stage(args: tuple[str, str, str]) -> tuple[str, str]:
 
 
 def _worker_init() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _limit_memory()
     sys.path.insert(0, str(ROOT))
 
@@ -394,7 +495,9 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=200, help="mutants (default 200)")
     ap.add_argument("--seconds", type=float, default=600, help="stop starting new mutants after this (default 600)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--stages", default="inspect,gen", help="comma-separated, in order: inspect, gen, sim")
+    ap.add_argument("--stages", default="inspect,gen",
+                    help="comma-separated, in order: inspect, gen, sim (cffi host build, one sample), san "
+                         "(make host-check: ASan + UBSan + bounds assertions, one sample)")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per stage before it counts as a hang")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--keep", metavar="DIR", help="save the mutants that failed, with their reasons")
@@ -403,13 +506,17 @@ def main() -> int:
     stages = [s for s in a.stages.split(",") if s]
     pool_seeds = seeds()
     rng = random.Random(a.seed)
-    counts = {s: {"ok": 0, "refused": 0, "traceback": 0, "hang": 0, "crash": 0} for s in stages}
+    unknown = set(stages) - set(STAGES)
+    if unknown:
+        ap.error(f"unknown stage(s) {', '.join(sorted(unknown))}; choose from {', '.join(STAGES)}")
+    counts = {s: dict.fromkeys(OUTCOMES, 0) for s in stages}
     bad: list[str] = []
     start = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="pockmcu-fuzz-"))
     keep = Path(a.keep) if a.keep else None
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))    # killed: still remove the work directory
     ctx = mp.get_context("fork")
     pool = ctx.Pool(a.jobs, initializer=_worker_init, maxtasksperchild=50)
     done = 0
@@ -455,7 +562,7 @@ def _run_batch(pool, ctx, batch, stages, timeout, jobs, counts, bad, keep):
     for stage in stages:
         todo = [(k, seed, how, model, work) for k, seed, how, model, work in batch if alive[k]]
         while todo:
-            results = [(j, pool.apply_async(run_stage, ((stage, str(j[3]), str(j[4])),))) for j in todo]
+            results = [(j, pool.apply_async(run_stage, ((stage, str(j[3]), str(j[4]), timeout),))) for j in todo]
             todo = []
             for n, ((k, seed, how, model, work), r) in enumerate(results):
                 try:
@@ -465,20 +572,22 @@ def _run_batch(pool, ctx, batch, stages, timeout, jobs, counts, bad, keep):
                 except Exception as exc:  # noqa: BLE001 - the worker died (segfault, killed)
                     outcome, detail = "crash", f"{type(exc).__name__}: {exc}"
                 counts[stage][outcome] += 1
-                if outcome in ("traceback", "hang", "crash"):
+                if outcome in BAD:
                     line = f"{stage} {outcome}: {model.name} ({how}): {detail}"
                     bad.append(line)
                     if keep:
                         shutil.copyfile(model, keep / model.name)
                         with open(keep / "reasons.txt", "a") as f:
                             f.write(line + "\n")
-                if stage != "inspect" and outcome != "ok":
+                if stage != "inspect" and outcome not in ("ok", "same"):
                     alive[k] = False
                 if outcome in ("hang", "crash"):
                     pool.terminate()
                     pool = ctx.Pool(jobs, initializer=_worker_init, maxtasksperchild=50)
                     todo = [j for j, _ in results[n + 1:]]
                     break
+    for _, _, _, _, work in batch:     # disk stays bounded: a mutant's files go when its stages are done
+        shutil.rmtree(work, ignore_errors=True)
     return pool
 
 

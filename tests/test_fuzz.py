@@ -5,6 +5,7 @@ traceback, hang or crash."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "fixtures" / "models"
 
 
 @pytest.mark.parametrize("seed", [11, pytest.param(12, marks=pytest.mark.slow)])
@@ -25,3 +27,75 @@ def test_mutated_models_are_refused_cleanly(seed, tmp_path):
     gen = counts["counts"]["gen"]
     # the sample exercises both ways out: some mutants still compile, most are refused
     assert gen["ok"] > 0 and gen["refused"] > 0
+
+
+@pytest.mark.slow
+def test_mutants_through_sim_and_the_checked_build(tmp_path):
+    """The same harness with the sim and san stages (cffi host build, and `make host-check`: ASan,
+    UBSan and the bounds assertions of POCKMCU_CHECKED, each on one sample)."""
+    r = subprocess.run([sys.executable, str(HERE / "fuzz_models.py"), "--count", "40", "--seed", "13",
+                        "--stages", "inspect,gen,sim,san", "--jobs", "2", "--timeout", "300",
+                        "--json", str(tmp_path / "counts.json")], capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    counts = json.loads((tmp_path / "counts.json").read_text())["counts"]
+    assert counts["san"]["ok"] > 0
+    assert sum(counts["san"].values()) == counts["gen"]["ok"]
+
+
+def _checked_block(text: str) -> str:
+    a, b = text.index("#ifdef POCKMCU_CHECKED"), text.index("#endif /* POCKMCU_CHECKED */")
+    return text[:a] + text[b + len("#endif /* POCKMCU_CHECKED */\n"):]
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_host_check_build_checks_every_kernel_pointer(train, tmp_path):
+    """`make host-check` runs clean on a generated project (inference, and a training build's schedule);
+    a pointer range that leaves its array aborts with the step and the array named; without
+    POCKMCU_CHECKED the preprocessed model.c is the one without the checked block."""
+    from pockmcu.cli import main
+
+    out = tmp_path / "out"
+    model = FIXTURES / ("fc_none.tflite" if train else "small_cnn.tflite")
+    extra = ["--train", "--loss", "mse", "--update", '{"bias": "all", "weights": [{"layer": -1, "ratio": 1}]}'] \
+        if train else []
+    assert main(["gen", str(model), "--ram", "1MB", "-o", str(out), *extra]) == 0
+    text = (out / "model.c").read_text()
+    assert text.count("pockmcu_check_in(step, ") >= 3
+    if train:
+        assert "pockmcu_checked_train_step" in text
+    r = subprocess.run(["make", "-C", str(out), "host-check"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    # the normal build: the same C after preprocessing as model.c without the checked block
+    stripped = out / "stripped.c"
+    stripped.write_text(_checked_block(text))
+    pre = [subprocess.run(["gcc", "-E", "-P", "-I", str(out), "-I", str(out / "kernels"), "-I", str(out / "firmware"),
+                           str(f)], capture_output=True, text=True, check=True).stdout
+           for f in (out / "model.c", stripped)]
+    assert pre[0] == pre[1]
+    # one array one byte too long: the check fires
+    m = re.search(r'pockmcu_check_in\(step, "[^"]*", (\w+), (\d+), (\w+),\s+sizeof (\w+)\);', text)
+    assert m and m.group(1) == m.group(3) == m.group(4), "no check of a constant array"
+    name, n = m.group(1), int(m.group(2))
+    call = m.group(0)
+    (out / "model.c").write_text(text.replace(call, call.replace(f"{name}, {n}, ", f"{name}, {n + 1}, ")))
+    r = subprocess.run(["make", "-C", str(out), "host-check"], capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0 and f"{name}: {n + 1} bytes at offset 0 of a {n}-byte array" in r.stdout + r.stderr
+
+
+def test_float_literals_compile_for_any_value(tmp_path):
+    """An lr of 1e39 once produced `INFINITYf`: every float32 value, finite or not, is a literal the C
+    compiler reads back bit for bit (-Wall -Wextra -Werror)."""
+    import numpy as np
+
+    from pockmcu.ccode import float_lit
+
+    vals = np.array([0.1, -0.0, 1e-45, 3.4e38, 1e39, -1e39, np.nan], np.float64)
+    with np.errstate(over="ignore"):
+        want = vals.astype(np.float32)
+    items = ", ".join(float_lit(v) for v in vals)
+    src = tmp_path / "f.c"
+    src.write_text("#include <stdio.h>\n#include <string.h>\nint main(void)\n{\n"
+                   f"    static const float a[] = {{{items}}};\n    fwrite(a, sizeof a, 1, stdout);\n    return 0;\n}}\n")
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", str(src), "-o", str(tmp_path / "f")], check=True)
+    got = np.frombuffer(subprocess.run([str(tmp_path / "f")], capture_output=True, check=True).stdout, np.float32)
+    assert got.view(np.uint32)[:-1].tolist() == want.view(np.uint32)[:-1].tolist() and np.isnan(got[-1])

@@ -200,6 +200,15 @@ def enter(link, log=print) -> Bootloader:
     raise PockError(f"{link.port}: the board did not come back in its bootloader")
 
 
+def _untouched(fmap, message: str) -> PockError:
+    """A refusal before anything was erased: the caller may start the application still in flash
+    (``flash_untouched``, ``app_base``) instead of leaving the board in its bootloader."""
+    exc = PockError(message)
+    exc.flash_untouched = True
+    exc.app_base = fmap.app_base
+    return exc
+
+
 def flash_image(bl: Bootloader, base: int, image: bytes, params_bytes: int | None = None,
                 expect_target: str | None = None, log=print) -> FlashMap:
     """Erase, write, verify by read-back and start `image` at `base`."""
@@ -207,20 +216,20 @@ def flash_image(bl: Bootloader, base: int, image: bytes, params_bytes: int | Non
     pid = bl.get_id()
     fmap = flash_map(pid, params_bytes)
     if expect_target and fmap.target != expect_target:
-        raise PockError(f"{bl.link.port}: the device is {fmap.name}, the image was built for {expect_target}")
+        raise _untouched(fmap, f"{bl.link.port}: the device is {fmap.name}, the image was built for {expect_target}")
     if len(image) % 4:
         image = image + b"\xff" * (4 - len(image) % 4)
     end = base + len(image)
     region = fmap.app_limit - fmap.app_base
     if base < fmap.app_base or base >= fmap.app_limit:
-        raise PockError(f"the image starts at 0x{base:08X}, outside the application region 0x{fmap.app_base:08X}"
-                        f"..0x{fmap.app_limit:08X} of the {fmap.name}")
+        raise _untouched(fmap, f"the image starts at 0x{base:08X}, outside the application region 0x{fmap.app_base:08X}"
+                               f"..0x{fmap.app_limit:08X} of the {fmap.name}")
     if end > fmap.app_limit:
-        raise PockError(f"the image is {len(image)} bytes, too large for the flash: the application region at "
-                        f"0x{fmap.app_base:08X} holds {region - (base - fmap.app_base)} bytes")
+        raise _untouched(fmap, f"the image is {len(image)} bytes, too large for the flash: the application region at "
+                               f"0x{fmap.app_base:08X} holds {region - (base - fmap.app_base)} bytes")
     extended = EXTENDED_ERASE in cmds
     if not extended and ERASE not in cmds:
-        raise PockError(f"{bl.link.port}: the bootloader offers neither ERASE nor EXTENDED_ERASE")
+        raise _untouched(fmap, f"{bl.link.port}: the bootloader offers neither ERASE nor EXTENDED_ERASE")
     pages = fmap.pages_for(base, end)
     log(f"{fmap.name} (bootloader v{version >> 4}.{version & 15}): erasing {len(pages)} sectors, "
         f"writing {len(image)} bytes at 0x{base:08X}")

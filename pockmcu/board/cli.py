@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import argcheck as A
 from ..errors import PockError
 from ..export import export_tflite
 from ..targets import get_target
@@ -138,7 +139,17 @@ def cmd_flash(args) -> int:
         return 0
     with Link(args.port, baudrate=args.baud) as link:
         bl = B.enter(link, log=print)
-        B.flash_image(bl, base, image, params, target, log=print)
+        try:
+            B.flash_image(bl, base, image, params, target, log=print)
+        except PockError as exc:
+            if not getattr(exc, "flash_untouched", False):
+                raise
+            try:                  # refused before erasing: start the application that is still there
+                bl.go(exc.app_base)
+            except (PockError, OSError):
+                raise PockError(f"{exc}; the board stays in its bootloader (reset it to start its application)") \
+                    from None
+            raise PockError(f"{exc}; nothing was written and the board's application was started again") from None
     if src.is_dir():
         remember(src)
     print(f"flashed {len(image)} bytes at 0x{base:08X}; the application is running")
@@ -171,7 +182,9 @@ class _Stop:
 
 def _load_train_data(path: str, info: P.Info, out: Path | None):
     if out is not None:
-        return load_data(path, training_plan(out), "--data")
+        data = load_data(path, training_plan(out), "--data")
+        A.check_finite(data.x, data.y, path, "--data")
+        return data
     p = Path(path)
     if not p.is_file():
         raise PockError(f"--data {path}: no such file")
@@ -186,6 +199,7 @@ def _load_train_data(path: str, info: P.Info, out: Path | None):
                         f"{info.train_input_bytes}")
     if len(y) != len(x):
         raise PockError(f"--data {path}: {len(x)} inputs but {len(y)} labels")
+    A.check_finite(x, y, path, "--data")
     y = y.astype(np.int32) if np.issubdtype(y.dtype, np.integer) else y.astype(np.float32)
     return Data(x, y)
 
@@ -299,6 +313,8 @@ def cmd_train(args) -> int:
 
 
 def cmd_pull(args) -> int:
+    A.output_file(args.output)
+    A.output_file(args.params, "--params")
     client = open_board(args.port, timeout=args.timeout, baudrate=args.baud)
     try:
         info = client.info
@@ -361,20 +377,13 @@ def cmd_monitor(args) -> int:
     return 0
 
 
-def _int(text: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise PockError(f"not a number: {text}") from None
-
-
 def add_commands(sub) -> None:
     """Register emulate, flash, train, pull and monitor on the `pockmcu` subparsers."""
     def port_args(p, required=True):
         p.add_argument("--port", required=required, metavar="PORT",
                        help="serial device (/dev/ttyACM0) or pyserial URL (socket://127.0.0.1:N)")
-        p.add_argument("--baud", type=int, default=115200, help="baud rate of a serial device (default 115200)")
-        p.add_argument("--timeout", type=float, default=None,
+        p.add_argument("--baud", type=A.BAUD, default=115200, help="baud rate of a serial device (default 115200)")
+        p.add_argument("--timeout", type=A.TIMEOUT, default=None,
                        help="seconds to wait for the first answer of each kind before resending (default 0.25 on "
                             "sockets, 0.5); later waits follow the measured round trip, doubling after silence")
 
@@ -385,7 +394,7 @@ def add_commands(sub) -> None:
     e.add_argument("out", metavar="OUT", help="directory written by 'pockmcu gen'")
     e.add_argument("--target", default="qemu-m4", help="qemu-m3, qemu-m4, qemu-m7, qemu-m33, qemu-m55")
     e.add_argument("--bootloader", action="store_true", help="start the bootloader only, waiting for 'pockmcu flash'")
-    e.add_argument("--port", type=int, default=None, help="TCP port on 127.0.0.1 (default: a free one)")
+    e.add_argument("--port", type=A.TCP_PORT, default=None, help="TCP port on 127.0.0.1 (default: a free one)")
     e.set_defaults(func=cmd_emulate)
 
     f = sub.add_parser("flash", help="flash firmware through an AN3155 bootloader",
@@ -396,7 +405,7 @@ def add_commands(sub) -> None:
                                    "for boards flashed with their own tools (nRF52840, RP2350).")
     f.add_argument("image", metavar="OUT|FILE", help="a 'pockmcu gen' directory, or a .bin/.elf file")
     f.add_argument("--target", help="the board or QEMU machine (needed with OUT; checks the device with a file)")
-    f.add_argument("--address", type=_int, default=None, help="where a .bin goes (default: the target's "
+    f.add_argument("--address", type=A.ADDRESS, default=None, help="where a .bin goes (default: the target's "
                                                                   "application base)")
     port_args(f, required=False)
     f.set_defaults(func=cmd_flash)
@@ -408,10 +417,10 @@ def add_commands(sub) -> None:
                                    "sample.")
     port_args(t)
     t.add_argument("--data", required=True, metavar="DATA.npz", help="x (inputs) and y (labels or targets)")
-    t.add_argument("--epochs", type=int, default=1)
-    t.add_argument("--seed", type=int, default=0, help="sample order and stochastic rounding seed (default 0)")
+    t.add_argument("--epochs", type=A.EPOCHS, default=1, help=f"passes over DATA (default 1, at most {A.MAX_EPOCHS})")
+    t.add_argument("--seed", type=A.SEED, default=0, help="sample order and stochastic rounding seed (default 0)")
     t.add_argument("--eval", metavar="TEST.npz", help="accuracy on the device (INFER) after every epoch")
-    t.add_argument("--lr", type=float, default=None, help="set the learning rate first")
+    t.add_argument("--lr", type=A.LR, default=None, help="set the learning rate first")
     t.add_argument("--resume", action="store_true", help="keep the device's parameters (no SET_SEED)")
     t.add_argument("--save", action="store_true", help="save a checkpoint at the end (also after Ctrl-C)")
     t.add_argument("--out", metavar="OUT", help="the model's gen directory (checks the model hash and the data)")
@@ -429,6 +438,6 @@ def add_commands(sub) -> None:
     m = sub.add_parser("monitor", help="live training statistics of a board",
                        description="Print the board's info, then its statistics every --interval seconds.")
     port_args(m)
-    m.add_argument("--interval", type=float, default=0.5)
-    m.add_argument("--count", type=int, default=None, help="stop after this many readings")
+    m.add_argument("--interval", type=A.INTERVAL, default=0.5, help="seconds between readings (default 0.5)")
+    m.add_argument("--count", type=A.COUNT, default=None, help="stop after this many readings")
     m.set_defaults(func=cmd_monitor)

@@ -1,8 +1,9 @@
 """The graph a frontend built, checked as a dataflow program before anything else reads it.
 
-Both frontends call ``check_structure``: a model must have inputs and outputs; every op reads only
+Both frontends call ``check_structure``: a model must have inputs and outputs, none of them empty
+(a 0-byte input once made the sanitized runner loop forever); every op reads only
 model inputs, constants and tensors an earlier op wrote; no tensor is written twice, and no op writes
-a model input or a constant; every model output is written (or is an input). A damaged or reordered
+a model input or a constant; every model output is written (or is an input) and none is a constant. A damaged or reordered
 file fails here with one line naming the op and the tensor, never later as a missing name.
 """
 
@@ -20,6 +21,10 @@ def check_structure(g: Graph, source: str, variables: set[str] | frozenset[str] 
         raise PockError(f"{source}: the model has no output")
     if len(set(g.inputs)) != len(g.inputs):
         raise PockError(f"{source}: a tensor is listed twice as a model input")
+    for t in g.inputs + g.outputs:
+        if any(int(d) <= 0 for d in g.t(t).shape):
+            raise PockError(f"{source}: model {'input' if t in g.inputs else 'output'} '{t}' has shape "
+                            f"{list(g.t(t).shape)}, which holds no values; the model file is damaged")
     for t in g.inputs:
         if g.t(t).is_const:
             raise PockError(f"{source}: model input '{t}' is a constant; the model file is damaged")
@@ -38,5 +43,8 @@ def check_structure(g: Graph, source: str, variables: set[str] | frozenset[str] 
                 raise PockError(f"{where} writes '{t}', which is {what}; the model file is damaged")
             written.add(t)
     for t in g.outputs:
-        if t not in written and not g.t(t).is_const:
+        if g.t(t).is_const:
+            raise PockError(f"{source}: model output '{t}' is a constant, which no op computes; the model file is "
+                            "damaged (or drop that output: pockmcu runs only what the model computes)")
+        if t not in written:
             raise PockError(f"{source}: model output '{t}' is written by no op; the model file is damaged")

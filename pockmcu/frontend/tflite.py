@@ -122,6 +122,17 @@ def _index(j: int, n: int, what: str, optional: bool = False) -> int:
     return j
 
 
+#: longest tensor name kept (names reach messages, reports and plan.json)
+MAX_NAME = 256
+
+
+def clean_name(raw: bytes) -> str:
+    """A tensor name from the file as printable text: undecodable bytes and control characters (a damaged
+    file's) become '?', and it is cut at MAX_NAME characters."""
+    text = raw.decode("utf-8", "replace")
+    return "".join(c if c.isprintable() else "?" for c in text)[:MAX_NAME] or "?"
+
+
 def _unique(name: str, used: set[str]) -> str:
     base, k = name, 1
     while name in used:
@@ -160,7 +171,7 @@ def _load(path: Path, model: tflite.Model, where: list[str]) -> Graph:
         where[0] = f"tensor {i}"
         t = sg.Tensors(i)
         raw = t.Name()
-        name = _unique(raw.decode("utf-8", "replace") if raw else f"tensor_{i}", used)
+        name = _unique(clean_name(raw) if raw else f"tensor_{i}", used)
         what = f"{path.name}: tensor {i} '{name}'"
         shape = _shape(t, what)
         dtype = TENSOR_TYPES.get(t.Type(), f"type{t.Type()}")

@@ -14,6 +14,7 @@ from pathlib import Path
 from ...errors import PockError
 from ...ir import Graph
 from ..names import short_name
+from ..structure import check_structure
 from . import emit_binary, emit_data, emit_eltwise, emit_linear, emit_move, emit_pool, emit_softmax, fold
 from .build import Builder
 from .layout import Layout
@@ -68,6 +69,7 @@ def load_onnx(path: str | Path, numerics: str = "tflm") -> Graph:
     propagate_quant(graph)
     graph.prune()
     rename_ops(graph)
+    check_structure(graph, Path(path).name)
     return graph
 
 
