@@ -16,6 +16,7 @@ import numpy as np
 from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
 from ..ccode import SCRATCH, Array, Call, Emission, Local, Ptr, Struct
+from ..cmsis_scratch import fc_kernel_sums
 from ..ir import Graph, Op
 from .base import SUPPORTED_ACTIVATIONS, OpDef, fused_activation, operand, register
 from .conv import WeightUpdate, _GradOp, finish, param_backward, weight_scales
@@ -138,8 +139,10 @@ class FullyConnected(OpDef):
         args = (SCRATCH, Local("params"), Local("quant"), Local("input_dims"), Ptr(x.name), Local("filter_dims"),
                 Ptr(w.name), Local("bias_dims"), Ptr(bias) if bias else "NULL", Local("output_dims"), Ptr(y.name))
         # every FC kernel's scratch is arm_fully_connected_s8's (the per-channel and onnxruntime ones share it)
-        return Emission(calls=(Call(cg.kernel(op).function, args, status=True),), decls=tuple(decls),
-                        buffer_query=Call("arm_fully_connected_s8_get_buffer_size", (Local("filter_dims"),)))
+        emission = Emission(calls=(Call(cg.kernel(op).function, args, status=True),), decls=tuple(decls),
+                            buffer_query=Call("arm_fully_connected_s8_get_buffer_size", (Local("filter_dims"),)))
+        # --kernels cmsis-nn on Helium: Arm's kernel reads compile-time kernel sums (cmsis_scratch.py)
+        return fc_kernel_sums(g, op, cg.kernel(op).function, emission)
 
 
 # -- training -----------------------------------------------------------------------------------
