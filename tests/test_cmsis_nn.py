@@ -27,6 +27,7 @@ from pockmcu.kernel_table import TABLE, Kernel, choose
 from pockmcu.ops import opdef
 from pockmcu.qemu import run_app, run_samples
 from pockmcu.sim import load, read_plan
+from pockmcu.targets import get_target
 
 CMSIS = os.environ.get("CMSIS_NN_PATH", "")
 needs_cmsis = pytest.mark.skipif(not (CMSIS and (Path(CMSIS) / "Include" / "arm_nnfunctions.h").is_file()),
@@ -101,7 +102,8 @@ def test_choose_prefers_arm_rows_for_cmsis_nn(monkeypatch):
 
 
 def _compile(model: Path, target: str, kernels: str):
-    return compile_model(model, ram=1 << 30, target=target, kernels=kernels, numerics=default_numerics(model))
+    return compile_model(model, ram=get_target(target).ram_bytes, target=target, kernels=kernels,
+                         numerics=default_numerics(model))
 
 
 @pytest.mark.parametrize("model", [SHARED / "mlperf_kws_dscnn.tflite", SHARED / "mlperf_vww_mobilenetv1_96.tflite",
