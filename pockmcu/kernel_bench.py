@@ -172,7 +172,7 @@ class _Writer:
 
 
 def layer_model(layer: Layer, seed: int = 0) -> bytes:
-    """The single-layer int8 .tflite model of ``layer`` (SAME padding, ReLU6 fused)."""
+    """The single-layer int8 .tflite model of ``layer`` (SAME padding, no fused activation)."""
     rng = np.random.default_rng(seed)
     s_in, zp_in = 0.05, -7
     fw = _Writer()
@@ -191,15 +191,16 @@ def layer_model(layer: Layer, seed: int = 0) -> bytes:
     s_b = s_in * (s_w if per_channel else np.full(cout, s_w[0]))
     bias = rng.integers(-2000, 2000, cout).astype(np.int32)
     b = fw.tensor("layer/bias", (cout,), "int32", s_b, [0] * cout, bias)
-    s_out = float(s_in * np.mean(s_w) * 60 * np.sqrt(fan_in) / 40)     # outputs spread over the int8 range
+    # the accumulator's spread is about 74 * 73 * sqrt(fan_in) input-weight units: +-3 of it over the int8 range
+    s_out = float(s_in * np.mean(s_w) * 74 * 73 * np.sqrt(fan_in) * 3 / 128)
     if layer.kind == "fc":
-        y = fw.tensor("layer/out", (1, cout), "int8", [s_out], [-128])
-        fw.op("FULLY_CONNECTED", [x, w, b], [y], "FullyConnectedOptions", dict(FusedActivationFunction=3))
+        y = fw.tensor("layer/out", (1, cout), "int8", [s_out], [3])
+        fw.op("FULLY_CONNECTED", [x, w, b], [y], "FullyConnectedOptions", dict(FusedActivationFunction=0))
     else:
         oh, ow = -(-layer.h // layer.stride), -(-layer.w // layer.stride)
-        y = fw.tensor("layer/out", (1, oh, ow, cout), "int8", [s_out], [-128])
+        y = fw.tensor("layer/out", (1, oh, ow, cout), "int8", [s_out], [3])
         opts = dict(Padding=tflite.Padding.SAME, StrideH=layer.stride, StrideW=layer.stride,
-                    FusedActivationFunction=3, DilationHFactor=1, DilationWFactor=1)
+                    FusedActivationFunction=0, DilationHFactor=1, DilationWFactor=1)
         if layer.kind == "dw":
             fw.op("DEPTHWISE_CONV_2D", [x, w, b], [y], "DepthwiseConv2DOptions", dict(opts, DepthMultiplier=1))
         else:
@@ -247,7 +248,7 @@ def kernel_markdown(rows: list[dict], cmsis_nn: str | None = None) -> str:
 
     out = ["## Per kernel: MAC per instruction", "",
            "Written by `make bench` (`python -m pockmcu.bench --kernels-table`, pockmcu/kernel_bench.py). One-layer "
-           "int8 TFLite models built on the fly (SAME padding, ReLU6, input zero point -7, per-channel weights; "
+           "int8 TFLite models built on the fly (SAME padding, no activation, input zero point -7, per-channel weights; "
            "fully connected per-tensor), measured by `pockmcu bench`: exact QEMU instructions of the layer's call. "
            "ours = `--kernels auto`, portable = `--kernels portable`, Arm = Arm's CMSIS-NN"
            + (f" ({cmsis_nn})" if cmsis_nn else " (not measured: set CMSIS_NN_PATH)")
