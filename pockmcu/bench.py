@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -27,8 +28,9 @@ from .build import build_target, elf_size
 from .codegen import write_project
 from .compiler import TrainOptions, compile_model, load_and_check, parse_size
 from .errors import PockError
+from .kernel_bench import kernel_markdown, kernel_table
+from .qemu import run_samples
 from .reference import run_reference
-from .runner import run_on_target
 from .sim import read_plan
 from .targets import get_target
 from .train import HostTrainer, stream
@@ -77,9 +79,38 @@ def onnx_both_numerics(model: str | Path, n: int = 20, seed: int = 0) -> dict:
     return {m: onnx_vs_onnxruntime(model, n, seed, m) for m in ("onnxruntime", "tflm")}
 
 
-def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", workdir: Path | None = None,
-                numerics: str | None = None, kernels: str = "auto") -> dict:
+def cmsis_nn_checkout(kernels: str, cmsis_nn_path: str | Path | None = None) -> str | None:
+    """The CMSIS-NN checkout a --kernels cmsis-nn measurement builds against (``cmsis_nn_path``, else
+    the CMSIS_NN_PATH environment variable); None for pockmcu's kernels."""
+    if kernels != "cmsis-nn":
+        return None
+    path = str(cmsis_nn_path or os.environ.get("CMSIS_NN_PATH", ""))
+    if not path:
+        raise PockError("--kernels cmsis-nn measures Arm's CMSIS-NN: set CMSIS_NN_PATH to a CMSIS-NN checkout "
+                        "(git clone https://github.com/ARM-software/CMSIS-NN)")
+    if not (Path(path) / "Include" / "arm_nnfunctions.h").is_file():
+        raise PockError(f"CMSIS_NN_PATH={path} has no Include/arm_nnfunctions.h; point it at a CMSIS-NN checkout")
+    return path
 
+
+def run_profiled(out: Path, target: str, xs: list, cmsis_nn_path: str | None = None) -> tuple[bytes, list[int]]:
+    """One sample in QEMU with per-op timing: (the output bytes, instructions per op); built against
+    Arm's CMSIS-NN when ``cmsis_nn_path`` is given."""
+    plan = read_plan(out)
+    elf = build_target(out, target, profile=True, cmsis_nn_path=cmsis_nn_path)
+    data = b"".join(np.ascontiguousarray(x[0]).tobytes() for x in xs)
+    raw, prof = run_samples(elf, target, data, sum(s["bytes"] for s in plan["inputs"]),
+                            sum(s["bytes"] for s in plan["outputs"]), profile=True)
+    return raw, prof[0]
+
+
+def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", workdir: Path | None = None,
+                numerics: str | None = None, kernels: str = "auto", cmsis_nn_path: str | Path | None = None,
+                seed: int = 0) -> dict:
+    """Exact instructions per op and per inference, RAM and flash, for --kernels auto | portable |
+    cmsis-nn (Arm's kernels: built against ``cmsis_nn_path`` or $CMSIS_NN_PATH). ``output_hex``: the
+    output bytes of the measured inference (seeded random input), for byte comparisons."""
+    cmsis = cmsis_nn_checkout(kernels, cmsis_nn_path)
     tmp = tempfile.TemporaryDirectory(prefix="pockmcu-bench-") if workdir is None else None
     out = Path(tmp.name if tmp else workdir) / "out"
     try:
@@ -90,10 +121,9 @@ def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", wo
         write_project(compiled, out)
         gen_seconds = time.perf_counter() - t0
         plan = read_plan(out)
-        xs = [random_input(s) for s in plan["inputs"]]
-        _, prof = run_on_target(out, target, *xs, profile=True)
-        size = elf_size(build_target(out, target, profile=False))
-        per_op = prof[0]
+        xs = [random_input(s, seed=seed + k) for k, s in enumerate(plan["inputs"])]
+        raw, per_op = run_profiled(out, target, xs, cmsis)
+        size = elf_size(build_target(out, target, profile=False, cmsis_nn_path=cmsis))
         steps = plan["steps"]
         ops = [dict(step=s["step"], name=s["name"], kind=s["kind"], kernel=s["kernel"], macs=s["macs"],
                     instructions=int(n), macs_per_instruction=(s["macs"] / n) if n else 0.0)
@@ -104,16 +134,17 @@ def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", wo
                     arena_bytes=plan["arena_bytes"], lower_bound_bytes=plan["lower_bound_bytes"],
                     weights_bytes=plan["flash_bytes"], flash_bytes=size["flash"], ram_bytes=size["ram"],
                     text=size["text"], data=size["data"], bss=size["bss"], gen_seconds=round(gen_seconds, 3),
+                    schedule=[s["name"] for s in steps], output_hex=raw.hex(),
                     ops=ops, **({"onnx_vs_onnxruntime": onnx_both_numerics(model)}
-                                if str(model).lower().endswith(".onnx") else {}))
+                                if str(model).lower().endswith(".onnx") and kernels == "auto" else {}))
     finally:
         if tmp:
             tmp.cleanup()
 
 
 def format_bench(r: dict) -> str:
-    lines = [f"{r['model']} on {r['target']}: {r['instructions']:,} instructions per inference, "
-             f"{r['macs']:,} MACs, {r['macs_per_instruction']:.3f} MAC/instruction",
+    lines = [f"{r['model']} on {r['target']} (--kernels {r['kernels']}): {r['instructions']:,} instructions per "
+             f"inference, {r['macs']:,} MACs, {r['macs_per_instruction']:.3f} MAC/instruction",
              f"arena {r['arena_bytes']} B (lower bound {r['lower_bound_bytes']} B), RAM {r['ram_bytes']} B "
              f"(.data+.bss, includes the stack reserve), flash {r['flash_bytes']} B (.text+.data), gen {r['gen_seconds']} s",
              "",
@@ -128,7 +159,23 @@ def format_bench(r: dict) -> str:
     return "\n".join(lines)
 
 
-def bench_all(models: list[Path], targets: list[str], log=sys.stderr) -> list[dict]:
+def side_by_side(model: str | Path, target: str, cmsis_nn_path: str | Path | None = None, seed: int = 0) -> dict:
+    """One model on one core: ours optimized (--kernels auto), ours portable (--kernels portable) and,
+    with a CMSIS-NN checkout, Arm's kernels on the same generated schedule (--kernels cmsis-nn built
+    with CMSIS_NN_PATH), all on the same seeded input; ``outputs_equal``: every output byte for byte
+    equal to the optimized build's (``same_schedule``: Arm's plan runs the ops in the same order)."""
+    row = dict(model=Path(model).name, target=target)
+    row["auto"] = bench_model(model, target, kernels="auto", seed=seed)
+    row["portable"] = bench_model(model, target, kernels="portable", seed=seed)
+    row["arm"] = bench_model(model, target, kernels="cmsis-nn", cmsis_nn_path=cmsis_nn_path,
+                             seed=seed) if cmsis_nn_path else None
+    runs = [r for r in (row["portable"], row["arm"]) if r]
+    row["outputs_equal"] = all(r["output_hex"] == row["auto"]["output_hex"] for r in runs)
+    row["same_schedule"] = row["arm"] is None or row["arm"]["schedule"] == row["auto"]["schedule"]
+    return row
+
+
+def bench_all(models: list[Path], targets: list[str], log=sys.stderr, cmsis_nn_path: str | None = None) -> list[dict]:
     rows = []
     for m in models:
         try:
@@ -140,31 +187,56 @@ def bench_all(models: list[Path], targets: list[str], log=sys.stderr) -> list[di
             log.write(f"bench {m.name} on {t} ...\n")
             log.flush()
             try:
-                rows.append(bench_model(m, t))
+                rows.append(side_by_side(m, t, cmsis_nn_path))
             except PockError as exc:
                 rows.append(dict(model=m.name, target=t, failed=str(exc)[:120]))
     return rows
 
 
-def markdown(rows: list[dict]) -> str:
+def _ratio(a: int, b: int) -> str:
+    return f"{a / b:.2f}x" if b else "-"
+
+
+def markdown(rows: list[dict], cmsis_nn: str | None = None) -> str:
+    arm_note = (f"Arm = Arm's CMSIS-NN ({cmsis_nn}) on the same generated schedule (`--kernels cmsis-nn`, built with "
+                "`make CMSIS_NN_PATH=...`, scratch planned for Arm's kernels on that core); 'outputs' says whether the "
+                "portable and Arm builds gave the optimized build's output bytes exactly. "
+                if cmsis_nn else "Arm's CMSIS-NN column is empty: run with CMSIS_NN_PATH set to a CMSIS-NN checkout. ")
     out = ["# Inference benchmarks", "",
            "Written by `make bench` (`python -m pockmcu.bench --all`). Exact instruction counts from QEMU 7.2 "
-           "with `-icount shift=8` (instructions, not cycles), one inference on a seeded random input, "
-           "portable C kernels (`kernels_c/`) built by arm-none-eabi-gcc 12 at -O2. Flash = .text + .data of "
-           "the whole firmware from `arm-none-eabi-size`; RAM = .data + .bss including the stack reserve; "
-           "arena and lower bound from `plan.json`; gen = wall time of `pockmcu gen` (this machine).", "",
-           "| model | target | instructions | MACs | MAC/instr | arena B | lower bound B | flash B | RAM B | gen s |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "with `-icount shift=8` (instructions, not cycles), one inference on a seeded random input, built by "
+           "arm-none-eabi-gcc 12 at -O2. ours = `--kernels auto` (the kernel table's choice for the core), "
+           "portable = `--kernels portable` (portable C on every core). " + arm_note +
+           "Flash = .text + .data of the whole firmware from `arm-none-eabi-size`; RAM = .data + .bss including "
+           "the stack reserve; arena and lower bound from `plan.json`; gen = wall time of `pockmcu gen` (this "
+           "machine).", "",
+           "| model | target | ours instr | ours MAC/instr | portable instr | Arm instr | Arm MAC/instr | Arm / ours | "
+           "outputs | MACs | arena B (ours / Arm) | lower bound B | flash B (ours / portable / Arm) | "
+           "RAM B (ours / Arm) | gen s |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if "skipped" in r:
-            out.append(f"| {r['model']} | all | not supported: {r['skipped']} | | | | | | | |")
+            out.append(f"| {r['model']} | all | not supported: {r['skipped']} |" + " |" * 12)
         elif "failed" in r:
-            out.append(f"| {r['model']} | {r['target']} | failed: {r['failed']} | | | | | | | |")
+            out.append(f"| {r['model']} | {r['target']} | failed: {r['failed']} |" + " |" * 12)
         else:
-            out.append(f"| {r['model']} | {r['target']} | {r['instructions']:,} | {r['macs']:,} | "
-                       f"{r['macs_per_instruction']:.3f} | {r['arena_bytes']:,} | {r['lower_bound_bytes']:,} | "
-                       f"{r['flash_bytes']:,} | {r['ram_bytes']:,} | {r['gen_seconds']:.2f} |")
-    onnx_rows = {r["model"]: r["onnx_vs_onnxruntime"] for r in rows if "onnx_vs_onnxruntime" in r}
+            a, p, arm = r["auto"], r["portable"], r["arm"]
+            same = "byte-identical" if r["outputs_equal"] else "DIFFER"
+            if arm and not r["same_schedule"]:
+                same += " (Arm's schedule differs)"
+            def arm_col(key: str, fmt: str = ",", sep: str = "") -> str:
+                return f"{sep}{arm[key]:{fmt}}" if arm else ("" if sep else "-")
+
+            ratio = _ratio(arm["instructions"], a["instructions"]) if arm else "-"
+            out.append(
+                f"| {r['model']} | {r['target']} | {a['instructions']:,} | {a['macs_per_instruction']:.3f} | "
+                f"{p['instructions']:,} | {arm_col('instructions')} | {arm_col('macs_per_instruction', '.3f')} | "
+                f"{ratio} | {same} | {a['macs']:,} | {a['arena_bytes']:,}{arm_col('arena_bytes', sep=' / ')} | "
+                f"{a['lower_bound_bytes']:,} | {a['flash_bytes']:,} / {p['flash_bytes']:,}"
+                f"{arm_col('flash_bytes', sep=' / ')} | {a['ram_bytes']:,}{arm_col('ram_bytes', sep=' / ')} | "
+                f"{a['gen_seconds']:.2f} |")
+    onnx_rows = {r["model"]: r["auto"]["onnx_vs_onnxruntime"] for r in rows
+                 if "auto" in r and "onnx_vs_onnxruntime" in r["auto"]}
     if onnx_rows:
         out += onnx_table(onnx_rows)
     return "\n".join(out) + "\n"
@@ -367,7 +439,11 @@ def serial_bench(models_dir: Path, samples: int = 2000, rates=(0.0, 0.001, 0.01)
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pockmcu.bench")
-    ap.add_argument("--all", action="store_true", help="every model in --models on every QEMU target")
+    ap.add_argument("--all", action="store_true", help="every model in --models on every QEMU target (ours "
+                    "optimized, ours portable, Arm's CMSIS-NN with --cmsis-nn) and the per-kernel table")
+    ap.add_argument("--kernels-table", action="store_true", help="only the per-kernel MAC/instruction table")
+    ap.add_argument("--cmsis-nn", default=os.environ.get("CMSIS_NN_PATH") or None, metavar="PATH",
+                    help="a CMSIS-NN checkout to measure Arm's kernels on the same schedules (default $CMSIS_NN_PATH)")
     ap.add_argument("--train", action="store_true", help="the training table (full/sparse, reordered or not)")
     ap.add_argument("--digits", action="store_true", help="the digits transfer-learning table")
     ap.add_argument("--zoo", action="store_true",
@@ -387,7 +463,11 @@ def main(argv=None) -> int:
         if not models:
             sys.stderr.write(f"no .tflite or .onnx models in {args.models}\n")
             return 2
-        sections.append(markdown(bench_all(models, args.targets.split(","))))
+        cmsis = cmsis_nn_checkout("cmsis-nn", args.cmsis_nn) if args.cmsis_nn else None
+        sections.append(markdown(bench_all(models, args.targets.split(","), cmsis_nn_path=cmsis), cmsis))
+    if args.all or args.kernels_table:
+        cmsis = cmsis_nn_checkout("cmsis-nn", args.cmsis_nn) if args.cmsis_nn else None
+        sections.append(kernel_markdown(kernel_table(args.targets.split(","), bench_model, cmsis), cmsis))
     if args.train:
         sections.append(training_markdown(bench_training_all(Path(args.models))))
     if args.digits:
@@ -400,7 +480,7 @@ def main(argv=None) -> int:
     if args.serial:
         sections.append(serial_bench(Path(args.models), args.serial_samples))
     if not sections:
-        ap.error("give --all, --train, --digits, --zoo, --planner and/or --serial")
+        ap.error("give --all, --kernels-table, --train, --digits, --zoo, --planner and/or --serial")
     Path(args.output).write_text("\n".join(sections))
     print(f"wrote {args.output}")
     return 0

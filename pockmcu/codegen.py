@@ -225,7 +225,7 @@ class CodeGen:
     def kernel(self, op) -> Kernel:
         """The kernel-choice table's row for ``op`` on this target (kernel_table.py)."""
         d = opdef(op.kind)
-        return choose(op.kind, d.kernel, self.g.numerics, self.features, d.variant(self.g, op, self))
+        return choose(op.kind, d.kernel, self.g.numerics, self.features, d.variant(self.g, op, self), self.g.library)
 
     def describe(self, op) -> str:
         if op.location == "training graph":

@@ -84,8 +84,13 @@ def target_features(target) -> frozenset:
     return frozenset(f for f, on in (("fpu", target.fpu), ("dsp", target.dsp), ("mve", target.mve)) if on)
 
 
-def choose(kind: str, default: str, numerics: str, features: frozenset = frozenset(), variant: str = "") -> Kernel:
-    """The row for this op (``default``: its ``OpDef.kernel``, used when the kind has no rows)."""
+def choose(kind: str, default: str, numerics: str, features: frozenset = frozenset(), variant: str = "",
+           library: str = "pockmcu") -> Kernel:
+    """The row for this op (``default``: its ``OpDef.kernel``, used when the kind has no rows).
+
+    ``library`` "cmsis-nn" (``--kernels cmsis-nn``, built with ``make CMSIS_NN_PATH=...``): a fitting
+    row with Arm's API (an ``arm_*`` function, which Arm's library then provides) wins over any
+    optimized pockmcu row; ops without one keep pockmcu's choice."""
     rows = TABLE.get(kind)
     if not rows:
         return Kernel(default)
@@ -93,7 +98,8 @@ def choose(kind: str, default: str, numerics: str, features: frozenset = frozens
     if not fits:
         raise PockError(f"internal: no {kind} kernel for numerics {numerics}, variant {variant!r}, "
                         f"features {sorted(features)}")
-    return max(fits, key=lambda r: (sum(FEATURE_RANK[f] for f in r.features), r.numerics != "*"))
+    arm = [r for r in fits if r.function.startswith("arm_")] if library == "cmsis-nn" else []
+    return max(arm or fits, key=lambda r: (sum(FEATURE_RANK[f] for f in r.features), r.numerics != "*"))
 
 # -- shape and data movement (pockmcu/ops/datamove.py, shape_ops.py, layout.py): rank > 4 as strided copies
 TABLE["TRANSPOSE"] = (_k("pockmcu_transpose_s8"), _k("pockmcu_strided_copy_s8", variant="strided"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .cmsis_scratch import planned_scratch_bytes
 from .ir import Graph, Op
 from .ops import opdef
 
@@ -129,6 +130,7 @@ def lifetimes(g: Graph, ops: list | None = None, share: bool = True) -> Lifetime
     scratch: dict[str, str] = {}
     for step, op in enumerate(ops):
         n = opdef(op.kind).scratch_bytes(g, op, op.name in over)
+        n = planned_scratch_bytes(g, op, n)   # --kernels cmsis-nn: what Arm's kernel asks for (cmsis_scratch.py)
         if n > 0:
             name = f"{op.name}/scratch"
             buffers.append(Buffer(name=name, size=align(n), first=step, last=step, kind="scratch"))

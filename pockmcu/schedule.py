@@ -10,6 +10,7 @@ and backward phases, and a deferred tail of updates (``--no-reorder``) at the en
 
 from __future__ import annotations
 
+from .cmsis_scratch import planned_scratch_bytes
 from .ir import Graph, Op
 from .lifetimes import align, fixed_groups, lifetimes, lower_bound
 from .ops import opdef
@@ -131,7 +132,8 @@ def best_schedule(g: Graph, ops: list[Op], beam: int = SCHEDULE_BEAM) -> list[Op
         op_groups.append(mine)
     opened0 = {gid[gr.root(t)] for t in g.inputs if gr.root(t) in gid}
     pinned = {gid[gr.root(t)] for t in g.outputs if gr.root(t) in gid}
-    scratch = [align(opdef(op.kind).scratch_bytes(g, op, False)) for op in ops]
+    # --kernels cmsis-nn: what Arm's kernel asks for (cmsis_scratch.py)
+    scratch = [align(planned_scratch_bytes(g, op, opdef(op.kind).scratch_bytes(g, op, False))) for op in ops]
     succs: list[list[int]] = [[] for _ in range(n)]
     for i, p in enumerate(preds):
         for j in range(i):

@@ -14,6 +14,7 @@ import shutil
 import struct
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -160,7 +161,8 @@ WEIGHTS = (np.arange(64) * 37 % 255 - 127).astype(np.int8)
 
 
 def make_project(out: Path, *, ram_bytes: int = 64 * 1024, arena: int = 256, stack: int = 4096,
-                 target: str = "qemu-m4", spin: int = SPIN, extra_defs: str = "", extra_code: str = "") -> Path:
+                 target: str = "qemu-m4", spin: int = SPIN, extra_defs: str = "", extra_code: str = "",
+                 library: str = "pockmcu") -> Path:
     """Write a fake generated project (what pockmcu codegen writes) into out."""
     import jinja2
 
@@ -180,7 +182,7 @@ def make_project(out: Path, *, ram_bytes: int = 64 * 1024, arena: int = 256, sta
                              undefined=jinja2.StrictUndefined)
     (out / "Makefile").write_text(env.get_template("Makefile.j2").render(
         model_sources=["model.c", "weights.c"], ram_bytes=ram_bytes, flash_bytes=None, stack_bytes=stack,
-        default_target=target, model_name="fake"))
+        default_target=target, model_name="fake", g=SimpleNamespace(library=library)))
     # what the board app's build (pockmcu/board/firmware.py) reads: sizes, the RAM budget, no training
     (out / "plan.json").write_text(json.dumps({
         "model": "fake", "ram_budget_bytes": ram_bytes, "training": None,
@@ -528,7 +530,7 @@ def test_cmsis_nn_build(tmp_path):
     from pockmcu.build import build_target
     from pockmcu.qemu import run_samples
 
-    out = make_project(tmp_path / "out")
+    out = make_project(tmp_path / "out", library="cmsis-nn")   # the Makefile refuses CMSIS_NN_PATH otherwise
     for target in ("qemu-m4", "qemu-m55"):
         elf = build_target(out, target, cmsis_nn_path=os.environ["CMSIS_NN_PATH"])
         assert run_samples(elf, target, DATA, SAMPLE_IN, SAMPLE_OUT)[0] == EXPECTED

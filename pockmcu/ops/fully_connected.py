@@ -16,6 +16,7 @@ import numpy as np
 from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
 from ..ccode import SCRATCH, Array, Call, Emission, Local, Ptr, Struct
+from ..cmsis_scratch import fc_kernel_sums
 from ..ir import Graph, Op
 from ..kernel_table import DSP_SCRATCH, choose, dsp_column_bytes
 from .base import SUPPORTED_ACTIVATIONS, OpDef, fused_activation, operand, register
@@ -156,7 +157,9 @@ class FullyConnected(OpDef):
             query = Call(f"{function}_get_buffer_size", (Local("input_dims"), Local("filter_dims")))
         else:   # every portable FC kernel's scratch is arm_fully_connected_s8's (none)
             query = Call("arm_fully_connected_s8_get_buffer_size", (Local("filter_dims"),))
-        return Emission(calls=(Call(function, args, status=True),), decls=tuple(decls), buffer_query=query)
+        emission = Emission(calls=(Call(function, args, status=True),), decls=tuple(decls), buffer_query=query)
+        # --kernels cmsis-nn on Helium: Arm's kernel reads compile-time kernel sums (cmsis_scratch.py)
+        return fc_kernel_sums(g, op, function, emission)
 
 
 # -- training -----------------------------------------------------------------------------------
