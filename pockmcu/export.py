@@ -18,6 +18,7 @@ import numpy as np
 import tflite
 
 from .errors import PockError
+from .frontend.tflite import clean_name, unique_name
 from .sim import read_plan
 from .train import read_params
 from .training.params import expand
@@ -27,15 +28,12 @@ def _buffer_spans(model_bytes: bytes) -> dict[str, tuple[int, int]]:
     """Tensor name -> (offset, length) of its constant data inside the file."""
     m = tflite.Model.GetRootAs(model_bytes, 0)
     sg = m.Subgraphs(0)
-    spans, seen = {}, {}
+    spans, used = {}, set()
     for i in range(sg.TensorsLength()):
         t = sg.Tensors(i)
         raw = t.Name()
-        name = raw.decode("utf-8", "replace") if raw else f"tensor_{i}"
-        k = seen.get(name, 0)
-        seen[name] = k + 1
-        if k:
-            name = f"{name}_{k}"  # the frontend's rule for duplicate names
+        # the frontend's names: cleaned, cut at MAX_NAME characters, duplicates numbered
+        name = unique_name(clean_name(raw) if raw else f"tensor_{i}", used)
         b = m.Buffers(t.Buffer())
         if b is None or b.DataIsNone() or b.DataLength() == 0:
             continue

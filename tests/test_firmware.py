@@ -182,7 +182,8 @@ def make_project(out: Path, *, ram_bytes: int = 64 * 1024, arena: int = 256, sta
                              undefined=jinja2.StrictUndefined)
     (out / "Makefile").write_text(env.get_template("Makefile.j2").render(
         model_sources=["model.c", "weights.c"], ram_bytes=ram_bytes, flash_bytes=None, stack_bytes=stack,
-        default_target=target, model_name="fake", g=SimpleNamespace(library=library)))
+        default_target=target, model_name="fake", g=SimpleNamespace(library=library),
+        input_bytes=N_IN0 + N_IN1, float_inputs=False))
     # what the board app's build (pockmcu/board/firmware.py) reads: sizes, the RAM budget, no training
     (out / "plan.json").write_text(json.dumps({
         "model": "fake", "ram_budget_bytes": ram_bytes, "training": None,

@@ -135,10 +135,12 @@ def test_plan_uses_exact_search_on_small_plans():
 def test_only_elementwise_kernels_may_share_an_input():
     """The kinds whose output may overwrite a dying input are the element-wise ones (output element k
     written after input element k is read): activations, their gradients and the binary ADD / ADD_F32
-    (which offer only an input of the output's shape)."""
+    (which offer only an input of the output's shape); and the row-wise SOFTMAX / LOG_SOFTMAX gradients, whose
+    kernels finish a row's sum over the incoming gradient before writing any element of that row."""
     assert {k for k, d in REGISTRY.items() if d.may_share_input} == {
         "ADD", "ADD_F32", "HARD_SWISH", "HARD_SWISH_GRAD", "CLAMP_GRAD", "LEAKY_RELU", "LEAKY_RELU_GRAD", "PRELU",
-        "PRELU_GRAD", "RELU", "RELU6", "RELU_N1_TO_1", "TANH", "TANH_GRAD"}
+        "PRELU_GRAD", "RELU", "RELU6", "RELU_N1_TO_1", "TANH", "TANH_GRAD", "LOGISTIC_GRAD", "SOFTMAX_GRAD",
+        "LOG_SOFTMAX_GRAD"}
 
 
 def test_add_writes_over_its_dying_input():

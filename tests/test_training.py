@@ -294,16 +294,22 @@ def test_split_storage_persistent_ram(stem, tmp_path):
 
 
 def _tflite_tensors(path, names) -> dict[str, np.ndarray]:
-    """Constant tensors of a .tflite file read with the tflite package (independently of export.py)."""
+    """Constant tensors of a .tflite file read with the tflite package (independently of export.py), named
+    as the README says pockmcu names them: cut at 256 characters, a repeated name numbered _1, _2, ..."""
     import tflite
 
     m = tflite.Model.GetRootAs(path.read_bytes(), 0)
     sg = m.Subgraphs(0)
-    out = {}
+    out, used = {}, set()
     for i in range(sg.TensorsLength()):
         t = sg.Tensors(i)
-        name = t.Name().decode()
-        if name in names and name not in out:
+        name = base = t.Name().decode()[:256]
+        k = 0
+        while name in used:
+            k += 1
+            name = f"{base}_{k}"
+        used.add(name)
+        if name in names:
             dtype = {tflite.TensorType.INT8: np.int8, tflite.TensorType.INT32: np.int32}[t.Type()]
             out[name] = m.Buffers(t.Buffer()).DataAsNumpy().view(dtype).reshape(t.ShapeAsNumpy())
     return out

@@ -133,7 +133,8 @@ def clean_name(raw: bytes) -> str:
     return "".join(c if c.isprintable() else "?" for c in text)[:MAX_NAME] or "?"
 
 
-def _unique(name: str, used: set[str]) -> str:
+def unique_name(name: str, used: set[str]) -> str:
+    """name, or name_1, name_2, ... : the first not in used (which it joins)."""
     base, k = name, 1
     while name in used:
         name = f"{base}_{k}"
@@ -171,7 +172,7 @@ def _load(path: Path, model: tflite.Model, where: list[str]) -> Graph:
         where[0] = f"tensor {i}"
         t = sg.Tensors(i)
         raw = t.Name()
-        name = _unique(clean_name(raw) if raw else f"tensor_{i}", used)
+        name = unique_name(clean_name(raw) if raw else f"tensor_{i}", used)
         what = f"{path.name}: tensor {i} '{name}'"
         shape = _shape(t, what)
         dtype = TENSOR_TYPES.get(t.Type(), f"type{t.Type()}")
@@ -225,7 +226,7 @@ def _load(path: Path, model: tflite.Model, where: list[str]) -> Graph:
         short = short_name(opdef.kind if opdef else kind)
         k = counters.get(short, 0)
         counters[short] = k + 1
-        op = Op(kind=opdef.kind if opdef else kind, name=_unique(f"{short}{k}", op_used), inputs=ins,
+        op = Op(kind=opdef.kind if opdef else kind, name=unique_name(f"{short}{k}", op_used), inputs=ins,
                 outputs=outs, location=f"op #{i} ({kind})")
         if opdef is not None:
             table = o.BuiltinOptions()
