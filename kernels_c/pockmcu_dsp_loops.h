@@ -77,8 +77,10 @@ POCKMCU_DSP_INLINE pockmcu_dsp_channel pockmcu_dsp_channel_of(int32_t mult, int3
     c.left = shift > 0 ? shift : 0;
     c.right = shift > 0 ? 0 : -shift;
     c.right1 = c.right > 0 ? c.right - 1 : 0;
-    /* 2^30 + 2^(right + 30) as its two words (no variable 64-bit shift) */
-    c.base = (int64_t)(((uint64_t)(c.right >= 2 ? (uint32_t)1 << (c.right - 2) : 0u) << 32) |
+    /* 2^30 + 2^(right + 30) as its two words (no variable 64-bit shift). TFLM's shifts give right <= 31;
+     * an onnxruntime exponent (ort rounding, which never reads base) reaches -35 for a scale of 2^-12 and
+     * beyond: no shift of 32 bits or more is made for it. */
+    c.base = (int64_t)(((uint64_t)(c.right >= 2 && c.right <= 33 ? (uint32_t)1 << (c.right - 2) : 0u) << 32) |
                        (c.right == 1 ? 0xC0000000u : 0x40000000u));
     return c;
 }

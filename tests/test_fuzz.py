@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -99,3 +100,28 @@ def test_float_literals_compile_for_any_value(tmp_path):
     subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", str(src), "-o", str(tmp_path / "f")], check=True)
     got = np.frombuffer(subprocess.run([str(tmp_path / "f")], capture_output=True, check=True).stdout, np.float32)
     assert got.view(np.uint32)[:-1].tolist() == want.view(np.uint32)[:-1].tolist() and np.isnan(got[-1])
+
+
+@pytest.mark.parametrize("out_scale", [0.5, 1e4])
+def test_ort_conv_with_tiny_requantization_scale_runs_clean_on_dsp_kernels(out_scale, tmp_path):
+    """Fuzz seed 2, san stage: an onnxruntime-numerics conv whose requantization scale is below 2^-12 has
+    a float exponent of -35 or less; the DSP conv kernel (the default qemu-m4 target) shifted 1 by
+    right - 2 = 33 bits computing a TFLM-only constant (UBSan: shift exponent too large)."""
+    import onnx
+    from onnx import numpy_helper
+
+    from pockmcu.build import kernel_archive
+    from pockmcu.cli import main
+
+    m = onnx.load(HERE / "fixtures" / "onnx" / "conv_dilated_qop_u8_pc.onnx")
+    t = next(t for t in m.graph.initializer if t.name == "conv1_scale")
+    t.CopyFrom(numpy_helper.from_array(np.array(out_scale, np.float32), t.name))
+    model = tmp_path / "tiny_scale.onnx"
+    onnx.save(m, model)
+    out = tmp_path / "out"
+    assert main(["gen", str(model), "--ram", "1MB", "-o", str(out)]) == 0
+    assert "_ort_s8_dsp(" in (out / "model.c").read_text()
+    lib = kernel_archive(out, "host-san")          # the sanitized kernels, compiled once per content
+    r = subprocess.run(["make", "-C", str(out), "host-check", *([f"SAN_KERNEL_LIB={lib}"] if lib else [])],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
