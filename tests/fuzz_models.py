@@ -2,7 +2,7 @@
 """Mutated model files through pockmcu: every one must be refused with one line (exit 2) or compile.
 
     python tests/fuzz_models.py [--count N] [--seconds S] [--seed K] [--stages inspect,gen,sim,san]
-                                [--jobs J] [--keep DIR] [--json FILE]
+                                [--jobs J] [--timeout T] [--keep DIR] [--json FILE]
 
 Seeds are the shared third-party models (../shared/models) and the repo's fixtures. Each mutant is
 one seeded edit of one seed file:
@@ -16,28 +16,33 @@ one seeded edit of one seed file:
 - ONNX fields: initializer dims and data, scales and zero points, node attributes (strides,
   kernel_shape, axis, ...) changed or removed, nodes removed or swapped, inputs renamed.
 
-Each stage runs in a worker process with a memory limit and a time limit. A mutant's outcome per
-stage: ok, refused (a PockError: one line, exit 2), traceback (any other exception: a bug), hang
-(time limit), crash (the worker died), halfwritten (gen left a partial OUT or a temporary
-directory), buildfail (the generated C does not compile) or sanitizer (an ASan/UBSan report or a
-bounds assertion). With ``sim``, every mutant gen accepts is built for the host (cffi) and run on
-one random sample; with ``san``, ``make host-check`` builds it with ASan, UBSan and the bounds
-assertions of POCKMCU_CHECKED and runs it on one sample, every file it writes capped at 64 MB.
-The summary counts them; ``--keep DIR`` saves every mutant that failed, with a one-line reason,
-to reproduce it:
+Mutant k of a run is a function of (--seed, k) alone. The harness imports pockmcu once and forks one
+child per mutant (a memory limit; the parent times every stage), which makes the mutant and runs its
+stages in order, --jobs children at a time. A mutant's outcome per stage: ok, refused (a PockError:
+one line, exit 2), traceback (any other exception: a bug), hang (time limit), crash (the child
+died), halfwritten (gen left a partial OUT or a temporary directory), buildfail (the generated C
+does not compile) or sanitizer (an ASan/UBSan report, a bounds assertion, or sim failing on a model
+gen accepted). With ``sim``, every mutant gen accepts is built for the host (cffi, the kernels
+linked from the build cache's archive) and run on one random sample; with ``san``, ``make
+host-check`` builds it with ASan, UBSan and the bounds assertions of POCKMCU_CHECKED (the sanitized
+kernels from the cache) and runs it on one sample, every file it writes capped at 64 MB. The
+summary counts them (and the seconds each stage took); ``--json FILE`` writes them, every 30 s
+while running too; ``--keep DIR`` saves the mutants that failed (at most --max-keep), with a
+one-line reason each, to reproduce one:
 ``pockmcu gen DIR/<name> -o /tmp/x``. Exit status 1 if any did.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import io
 import json
 import math
-import multiprocessing as mp
 import os
 import random
 import resource
+import select
 import shutil
 import signal
 import struct
@@ -382,7 +387,7 @@ def _sample(out: Path) -> list:
     return xs
 
 
-def run_checked(out: Path, timeout: float) -> tuple[str, str]:
+def run_checked(out: Path, timeout: float, report=None) -> tuple[str, str]:
     """``make host-check`` (ASan + UBSan + bounds assertions on every kernel call) on one sample, the
     kernels from the build cache; (outcome, detail): ok, buildfail, sanitizer or hang."""
     import numpy as np
@@ -401,6 +406,8 @@ def run_checked(out: Path, timeout: float) -> tuple[str, str]:
     if lib:
         cmd.append(f"SAN_KERNEL_LIB={lib}")
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, preexec_fn=_child_limits)
+    if report is not None:
+        report(p.pid)
     try:
         log, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -423,9 +430,10 @@ def run_checked(out: Path, timeout: float) -> tuple[str, str]:
     return "sanitizer", " | ".join(key[:3])[:300]
 
 
-def run_stage(args: tuple[str, str, str]) -> tuple[str, str]:
-    """In a worker: run one stage on one mutant; (outcome, detail)."""
-    stage, model, work, timeout = args
+def run_stage(stage: str, model: str, work: str, timeout: float, report=None) -> tuple[str, str]:
+    """Run one stage on one mutant, in the mutant's own process; (outcome, detail). ``report(pid)`` is
+    told the process group of the san stage's build, which whoever kills this process on a hang kills
+    too."""
     from pockmcu.cli import main
     from pockmcu.errors import PockError
 
@@ -442,7 +450,7 @@ def run_stage(args: tuple[str, str, str]) -> tuple[str, str]:
             return "same", ""
     if stage == "san":
         try:
-            outcome, detail = run_checked(out, timeout * 0.9)
+            outcome, detail = run_checked(out, timeout * 0.9, report)
         except BaseException as exc:  # noqa: BLE001
             return "traceback", f"{type(exc).__name__} in the san stage: {str(exc)[:160]}"
         if outcome == "ok":
@@ -460,8 +468,12 @@ def run_stage(args: tuple[str, str, str]) -> tuple[str, str]:
         else:
             rc = main({"inspect": ["inspect", model],
                        "gen": ["gen", model, "--ram", "1MB", "-o", str(out)]}[stage])
-    except PockError as exc:       # raised outside main's handler
-        return "refused", str(exc)
+    except PockError as exc:       # raised outside main's handler: sim of a model gen accepted
+        if stage != "sim":
+            return "refused", str(exc)
+        if "build failed" in str(exc):
+            return "buildfail", str(exc)[:300]
+        return "sanitizer", f"sim refused a model gen accepted: {str(exc)[:250]}"
     except SystemExit as exc:
         rc = exc.code if isinstance(exc.code, int) else 2
     except BaseException as exc:   # noqa: BLE001 - the point is to catch everything
@@ -484,10 +496,195 @@ def run_stage(args: tuple[str, str, str]) -> tuple[str, str]:
     return "traceback", f"exit {rc}: {text[-200:]}"
 
 
-def _worker_init() -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _limit_memory()
-    sys.path.insert(0, str(ROOT))
+# -- the scheduler: one forked process per mutant -------------------------------------------------------
+# The parent imports pockmcu (and numpy, onnx, onnxruntime, jinja2, cffi) once; each mutant is made and
+# run through its stages in a child forked from it, so a mutant costs no interpreter start-up or
+# import, a crash or a memory blow-up ends one child only, and the parent times every stage of every
+# child exactly (no batches: a free slot takes the next mutant at once). A child reports over a pipe,
+# one JSON line per event; its stdout and stderr (C-level prints, fatal errors) go to a log in its
+# work directory, whose end a crash report quotes.
+
+def _preload() -> None:
+    """Everything a stage imports, imported once in the parent before any fork."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")     # no BLAS thread pool to fork, 2 cores shared
+    import numpy  # noqa: F401
+
+    import pockmcu.cli  # noqa: F401
+    import pockmcu.sim  # noqa: F401
+    from pockmcu import build
+
+    for optional in ("onnx", "onnx.numpy_helper", "onnxruntime", "tflite"):
+        try:
+            importlib.import_module(optional)
+        except ImportError:
+            pass
+    build._compiler_id(os.environ.get("HOST_CC", "gcc"))   # one `gcc --version` per run, not per mutant
+
+
+def mutant_of(run_seed: int, k: int, pool_seeds: list[Path]) -> tuple[Path, bytes, str]:
+    """Mutant k of a run: (seed file, bytes, how), a function of (run seed, k) alone, so a run's corpus
+    does not depend on --jobs or on the order the mutants finish in."""
+    rng = random.Random(f"{run_seed}/{k}")
+    seed = pool_seeds[rng.randrange(len(pool_seeds))]
+    data, how = mutate(seed, rng)
+    return seed, data, how
+
+
+def _child(k: int, run_seed: int, pool_seeds: list[Path], stages: list[str], timeout: float, work: Path,
+           wfd: int) -> None:
+    def send(**msg) -> None:
+        os.write(wfd, (json.dumps(msg) + "\n").encode())
+
+    seed, data, how = mutant_of(run_seed, k, pool_seeds)
+    model = work / f"m{k}_{seed.stem}{seed.suffix}"
+    model.write_bytes(data)
+    send(model=model.name, how=how)
+    alive = True
+    for stage in stages:
+        if not alive:
+            break
+        send(stage=stage)
+        t0 = time.perf_counter()
+        outcome, detail = run_stage(stage, str(model), str(work), timeout, report=lambda pid: send(pgid=pid))
+        send(stage=stage, outcome=outcome, detail=detail[:400], seconds=time.perf_counter() - t0)
+        alive = stage == "inspect" or outcome in ("ok", "same")   # inspect's outcome never stops gen
+
+
+def _fork(k: int, run_seed: int, pool_seeds: list[Path], stages: list[str], timeout: float, work: Path):
+    work.mkdir()
+    rfd, wfd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:                                        # the child: never returns
+        try:
+            os.close(rfd)
+            os.setpgid(0, 0)                            # its own group: a hang kills it and its builds
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            log = os.open(work / "child.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            _limit_memory()
+            tempfile.tempdir = str(work)                # sim's library copies, onnxruntime's files: gone with work
+            _child(k, run_seed, pool_seeds, stages, timeout, work, wfd)
+        except BaseException:  # noqa: BLE001 - reported as a crash of the stage under way
+            traceback.print_exc()
+        finally:
+            os._exit(0)
+    os.close(wfd)
+    os.set_blocking(rfd, False)
+    return pid, rfd
+
+
+@dataclass
+class Running:
+    k: int
+    fd: int
+    work: Path
+    since: float                          # monotonic time of the last event (fork, stage start)
+    buf: bytes = b""
+    model: str = "?"
+    how: str = "?"
+    stage: str | None = None              # the stage under way (started, no result yet)
+    pgids: tuple = ()
+    killed: bool = False
+    results: tuple = ()                   # (stage, outcome, detail, seconds)
+
+
+def _drain(r: Running) -> None:
+    while True:
+        try:
+            chunk = os.read(r.fd, 65536)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        r.buf += chunk
+    *lines, r.buf = r.buf.split(b"\n")
+    for ln in lines:
+        msg = json.loads(ln)
+        if "model" in msg:
+            r.model, r.how = msg["model"], msg["how"]
+        elif "pgid" in msg:
+            r.pgids += (msg["pgid"],)
+        elif "outcome" in msg:
+            r.results += ((msg["stage"], msg["outcome"], msg["detail"], msg["seconds"]),)
+            r.stage = None
+        else:
+            r.stage, r.since = msg["stage"], time.monotonic()
+
+
+def _kill(pid: int, r: Running) -> None:
+    for g in (pid, *r.pgids):
+        try:
+            os.killpg(g, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+class Tally:
+    """Counts, worker seconds and failures of a run; written as JSON now and then (--json), so a long
+    run can be read while it goes."""
+
+    def __init__(self, stages, keep: Path | None, max_keep: int, max_failures: int = 2000):
+        self.stages, self.keep, self.max_keep, self.max_failures = stages, keep, max_keep, max_failures
+        self.counts = {s: dict.fromkeys(OUTCOMES, 0) for s in stages}
+        self.seconds = dict.fromkeys(stages, 0.0)
+        self.failures: list[str] = []
+        self.n_failures = 0
+        self.kept = 0
+        self.done = 0
+
+    def add(self, r: Running, status: int) -> None:
+        results = list(r.results)
+        if r.stage is not None:           # a stage started and never answered
+            if r.killed:
+                results.append((r.stage, "hang", f"no answer in {time.monotonic() - r.since:.0f} s", 0.0))
+            else:
+                how = (f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.waitstatus_to_exitcode(status)}")
+                tail = _tail(r.work / "child.log")
+                results.append((r.stage, "crash", f"the process died ({how}): {tail}", 0.0))
+        elif not results:                 # died or hung before its first stage: the mutator
+            results.append((self.stages[0], "hang" if r.killed else "crash",
+                            f"while making the mutant: {_tail(r.work / 'child.log')}", 0.0))
+        model = r.work / r.model
+        for stage, outcome, detail, took in results:
+            self.counts[stage][outcome] += 1
+            self.seconds[stage] += took
+            if outcome in BAD:
+                line = f"{stage} {outcome}: {r.model} ({r.how}): {detail}".replace("\n", " | ")
+                self.n_failures += 1
+                if len(self.failures) < self.max_failures:
+                    self.failures.append(line)
+                if self.keep:
+                    with open(self.keep / "reasons.txt", "a") as f:
+                        f.write(line + "\n")
+                    if self.kept < self.max_keep and model.is_file():
+                        shutil.copyfile(model, self.keep / model.name)
+                        self.kept += 1
+        self.done += 1
+
+    def as_json(self, **extra) -> dict:
+        return dict(mutants=self.done, counts=self.counts, stage_seconds={k: round(v, 1) for k, v in self.seconds.items()},
+                    failures=self.failures, failures_total=self.n_failures, **extra)
+
+
+def _tail(log: Path) -> str:
+    try:
+        text = log.read_bytes()[-4000:].decode("utf-8", "replace")
+    except OSError:
+        return "(no log)"
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return " | ".join(lines[-3:])[:300] or "(no output)"
+
+
+def _write_json(path: Path | None, data: dict) -> None:
+    if path is None:
+        return
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
 
 
 def main() -> int:
@@ -500,95 +697,83 @@ def main() -> int:
                          "(make host-check: ASan + UBSan + bounds assertions, one sample)")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per stage before it counts as a hang")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--keep", metavar="DIR", help="save the mutants that failed, with their reasons")
-    ap.add_argument("--json", metavar="FILE", help="write the counts as JSON")
+    ap.add_argument("--keep", metavar="DIR", help="save the mutants that failed (at most --max-keep), with their reasons")
+    ap.add_argument("--max-keep", type=int, default=500, help="mutant files --keep saves at most (default 500)")
+    ap.add_argument("--json", metavar="FILE", help="write the counts as JSON (also every 30 s while running)")
     a = ap.parse_args()
     stages = [s for s in a.stages.split(",") if s]
-    pool_seeds = seeds()
-    rng = random.Random(a.seed)
     unknown = set(stages) - set(STAGES)
     if unknown:
         ap.error(f"unknown stage(s) {', '.join(sorted(unknown))}; choose from {', '.join(STAGES)}")
-    counts = {s: dict.fromkeys(OUTCOMES, 0) for s in stages}
-    bad: list[str] = []
-    start = time.monotonic()
-    tmp = Path(tempfile.mkdtemp(prefix="pockmcu-fuzz-"))
+    if a.jobs < 1 or a.count < 0 or not a.timeout > 0:
+        ap.error("--jobs must be at least 1, --count at least 0 and --timeout above 0")
+    sys.path.insert(0, str(ROOT))
+    _preload()
+    pool_seeds = seeds()
     keep = Path(a.keep) if a.keep else None
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))    # killed: still remove the work directory
-    ctx = mp.get_context("fork")
-    pool = ctx.Pool(a.jobs, initializer=_worker_init, maxtasksperchild=50)
-    done = 0
+    json_path = Path(a.json) if a.json else None
+    tally = Tally(stages, keep, a.max_keep)
+    start = time.monotonic()
+    tmp = Path(tempfile.mkdtemp(prefix="pockmcu-fuzz-"))
+    running: dict[int, Running] = {}
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))    # killed: still end the children, remove tmp
+    k, finished, last_json, last_line = 0, False, start, 0
+
+    def info(**extra) -> dict:
+        took = time.monotonic() - start
+        return tally.as_json(seconds=round(took, 1), per_minute=round(tally.done / took * 60, 1) if took else 0,
+                             seed=a.seed, stages=stages, jobs=a.jobs, **extra)
+
     try:
-        pending = []
-        for k in range(a.count):
-            if time.monotonic() - start > a.seconds:
+        while True:
+            while len(running) < a.jobs and k < a.count and time.monotonic() - start <= a.seconds:
+                work = tmp / f"m{k}"
+                pid, fd = _fork(k, a.seed, pool_seeds, stages, a.timeout, work)
+                running[pid] = Running(k, fd, work, time.monotonic())
+                k += 1
+            if not running:
                 break
-            seed = pool_seeds[rng.randrange(len(pool_seeds))]
-            data, how = mutate(seed, rng)
-            work = tmp / f"m{k}"
-            work.mkdir()
-            model = work / f"m{k}_{seed.stem}{seed.suffix}"
-            model.write_bytes(data)
-            pending.append((k, seed, how, model, work))
-            if len(pending) >= a.jobs * 4 or k == a.count - 1:
-                pool = _run_batch(pool, ctx, pending, stages, a.timeout, a.jobs, counts, bad, keep)
-                done += len(pending)
-                pending = []
-                print(f"\r{done} mutants, {time.monotonic() - start:.0f} s", end="", file=sys.stderr, flush=True)
-        if pending:
-            pool = _run_batch(pool, ctx, pending, stages, a.timeout, a.jobs, counts, bad, keep)
-            done += len(pending)
+            ready, _, _ = select.select([r.fd for r in running.values()], [], [], 0.2)
+            now = time.monotonic()
+            for pid, r in list(running.items()):
+                if r.fd in ready:
+                    _drain(r)
+                if not r.killed and now - r.since > a.timeout:
+                    r.killed = True
+                    _kill(pid, r)
+                got, status = os.waitpid(pid, os.WNOHANG)
+                if got == 0:
+                    continue
+                _drain(r)
+                os.close(r.fd)
+                if r.killed:
+                    _kill(pid, r)         # anything of its san build still alive
+                tally.add(r, status)
+                shutil.rmtree(r.work, ignore_errors=True)    # disk stays bounded
+                del running[pid]
+            if tally.done - last_line >= 100:
+                last_line = tally.done
+                print(f"{tally.done} mutants, {now - start:.0f} s, {tally.n_failures} failures", file=sys.stderr, flush=True)
+            if now - last_json > 30:
+                last_json = now
+                _write_json(json_path, info(finished=False))
+        finished = True
     finally:
-        pool.terminate()
+        for pid, r in running.items():
+            _kill(pid, r)
+            os.waitpid(pid, 0)
         shutil.rmtree(tmp, ignore_errors=True)
-    print(file=sys.stderr)
-    print(f"{done} mutants of {len(pool_seeds)} seeds in {time.monotonic() - start:.0f} s")
+        _write_json(json_path, info(finished=finished))
+    took = time.monotonic() - start
+    print(f"{tally.done} mutants of {len(pool_seeds)} seeds in {took:.0f} s ({tally.done / took * 60:.0f} a minute)")
     for s in stages:
-        c = counts[s]
-        print(f"  {s:8s} " + ", ".join(f"{k} {v}" for k, v in c.items()))
-    for line in bad[:50]:
+        c = tally.counts[s]
+        print(f"  {s:8s} " + ", ".join(f"{n} {v}" for n, v in c.items()) + f"; {tally.seconds[s]:.0f} s")
+    for line in tally.failures[:50]:
         print("  " + line)
-    if a.json:
-        Path(a.json).write_text(json.dumps(dict(mutants=done, counts=counts, failures=bad), indent=1))
-    return 1 if bad else 0
-
-
-def _run_batch(pool, ctx, batch, stages, timeout, jobs, counts, bad, keep):
-    """Run every stage of a batch of mutants (a stage only where the one before accepted the model;
-    inspect's outcome never stops gen). A hang or a crash restarts the pool and resubmits the rest."""
-    alive = {k: True for k, *_ in batch}
-    for stage in stages:
-        todo = [(k, seed, how, model, work) for k, seed, how, model, work in batch if alive[k]]
-        while todo:
-            results = [(j, pool.apply_async(run_stage, ((stage, str(j[3]), str(j[4]), timeout),))) for j in todo]
-            todo = []
-            for n, ((k, seed, how, model, work), r) in enumerate(results):
-                try:
-                    outcome, detail = r.get(timeout=timeout)
-                except mp.TimeoutError:
-                    outcome, detail = "hang", f"no answer in {timeout:.0f} s"
-                except Exception as exc:  # noqa: BLE001 - the worker died (segfault, killed)
-                    outcome, detail = "crash", f"{type(exc).__name__}: {exc}"
-                counts[stage][outcome] += 1
-                if outcome in BAD:
-                    line = f"{stage} {outcome}: {model.name} ({how}): {detail}"
-                    bad.append(line)
-                    if keep:
-                        shutil.copyfile(model, keep / model.name)
-                        with open(keep / "reasons.txt", "a") as f:
-                            f.write(line + "\n")
-                if stage != "inspect" and outcome not in ("ok", "same"):
-                    alive[k] = False
-                if outcome in ("hang", "crash"):
-                    pool.terminate()
-                    pool = ctx.Pool(jobs, initializer=_worker_init, maxtasksperchild=50)
-                    todo = [j for j, _ in results[n + 1:]]
-                    break
-    for _, _, _, _, work in batch:     # disk stays bounded: a mutant's files go when its stages are done
-        shutil.rmtree(work, ignore_errors=True)
-    return pool
+    return 1 if tally.n_failures else 0
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -125,3 +126,46 @@ def test_ort_conv_with_tiny_requantization_scale_runs_clean_on_dsp_kernels(out_s
     r = subprocess.run(["make", "-C", str(out), "host-check", *([f"SAN_KERNEL_LIB={lib}"] if lib else [])],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+_FAULTS = '''
+import os, signal, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv.pop(1))
+import fuzz_models as fm
+real = fm.run_stage
+def faulty(stage, model, work, timeout, report=None):
+    k = int(Path(model).name.split("_")[0][1:])
+    if (stage, k) == ("gen", 3):
+        time.sleep(1000)                         # hangs
+    if (stage, k) == ("gen", 5):
+        os.kill(os.getpid(), signal.SIGSEGV)     # dies
+    if (stage, k) == ("inspect", 7):
+        raise SystemExit(0)                      # leaves without answering
+    return real(stage, model, work, timeout, report)
+fm.run_stage = faulty
+sys.exit(fm.main())
+'''
+
+
+def test_harness_reports_hangs_and_crashes_of_a_stage(tmp_path):
+    """The fork-per-mutant scheduler times every stage and notices a child that dies: a stage that never
+    answers is a hang (killed after --timeout), one whose process dies is a crash naming the signal; the
+    other mutants are unaffected and nothing is left running."""
+    script = tmp_path / "faulty.py"
+    script.write_text(_FAULTS)
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, str(script), str(HERE), "--count", "10", "--seed", "3", "--jobs", "2",
+                        "--timeout", "8", "--json", str(tmp_path / "counts.json")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert time.monotonic() - t0 < 120
+    res = json.loads((tmp_path / "counts.json").read_text())
+    assert res["mutants"] == 10 and res["finished"]
+    gen, inspect = res["counts"]["gen"], res["counts"]["inspect"]
+    assert gen["hang"] == 1 and gen["crash"] == 1 and inspect["crash"] == 1
+    assert sum(inspect.values()) == 10 and sum(gen.values()) == 9       # mutant 7 died in inspect
+    fails = "\n".join(res["failures"])
+    assert "gen hang: m3_" in fails and "gen crash: m5_" in fails and "signal 11" in fails
+    assert "inspect crash: m7_" in fails
+    assert subprocess.run(["pgrep", "-f", str(script)], capture_output=True).returncode == 1
