@@ -169,3 +169,27 @@ def test_harness_reports_hangs_and_crashes_of_a_stage(tmp_path):
     assert "gen hang: m3_" in fails and "gen crash: m5_" in fails and "signal 11" in fails
     assert "inspect crash: m7_" in fails
     assert subprocess.run(["pgrep", "-f", str(script)], capture_output=True).returncode == 1
+
+
+def test_constant_of_another_dtype_as_data_input_is_refused(tmp_path, capsys):
+    """Fuzz seed 15, sim stage: FULLY_CONNECTED's input index moved from the model input (0) onto an int32
+    bias (1) was accepted and the C passed that int32 array as int8 data (-Werror: incompatible pointer
+    type). A constant read as data is held to the op's dtypes like an activation: one line, exit 2."""
+    import struct
+
+    sys.path.insert(0, str(HERE))
+    import fuzz_models
+
+    from pockmcu.cli import main
+
+    data = (HERE.parent.parent / "shared" / "models" / "tflm_hello_world.tflite").read_bytes()
+    sites, _, _ = fuzz_models.tflite_sites(data)
+    site = next(s for s in sites if s.what == "op 0 inputs" and struct.unpack_from(s.fmt, data, s.offset)[0] == 0)
+    b = bytearray(data)
+    struct.pack_into(site.fmt, b, site.offset, 1)
+    model = tmp_path / "fc_reads_bias.tflite"
+    model.write_bytes(bytes(b))
+    assert main(["gen", str(model), "--ram", "1MB", "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "FULLY_CONNECTED" in err and "reads the int32 constant" in err, err
+    assert not (tmp_path / "out").exists()

@@ -3,14 +3,39 @@
 Both frontends call ``check_structure``: a model must have inputs and outputs, none of them empty
 (a 0-byte input once made the sanitized runner loop forever); every op reads only
 model inputs, constants and tensors an earlier op wrote; no tensor is written twice, and no op writes
-a model input or a constant; every model output is written (or is an input) and none is a constant. A damaged or reordered
-file fails here with one line naming the op and the tensor, never later as a missing name.
+a model input or a constant; every model output is written (or is an input) and none is a constant; a
+constant an op reads where it takes data (its input, input1, input2, lhs or rhs) has the dtype and
+quantization an activation there must have (an operator input index moved onto an int32 bias once made
+FULLY_CONNECTED read it as int8 data: C that does not compile). A damaged or reordered file fails here
+with one line naming the op and the tensor, never later as a missing name.
 """
 
 from __future__ import annotations
 
 from ..errors import PockError
-from ..ir import Graph
+from ..ir import Graph, Op
+from ..ops.base import REGISTRY
+
+#: operand names (OpDef.operands) that carry data: an activation, or a constant in its place
+DATA_OPERANDS = ("input", "input1", "input2", "lhs", "rhs")
+
+
+def data_constant_problem(g: Graph, op: Op) -> str:
+    """Why a constant in one of ``op``'s data operands cannot be read as its data ("" if none):
+    OpDef.check holds activations to the kind's io_dtypes and quantization, constants are left to here."""
+    d = REGISTRY.get(op.kind)
+    if d is None or not d.io_dtypes:
+        return ""
+    for k, name in enumerate(d.operands):
+        if name not in DATA_OPERANDS or k >= len(op.inputs) or not op.inputs[k] or not g.t(op.inputs[k]).is_const:
+            continue
+        t = g.t(op.inputs[k])
+        if t.dtype not in d.io_dtypes:
+            return (f"reads the {t.dtype} constant '{t.name}' as its {name}, which must be "
+                    f"{'/'.join(d.io_dtypes)}")
+        if t.dtype in ("int8", "uint8") and t.quant is None:
+            return f"reads the constant '{t.name}' as its {name}, and it has no quantization parameters"
+    return ""
 
 
 def check_structure(g: Graph, source: str, variables: set[str] | frozenset[str] = frozenset()) -> None:
@@ -35,6 +60,9 @@ def check_structure(g: Graph, source: str, variables: set[str] | frozenset[str] 
             if t and t not in written and not g.t(t).is_const:
                 raise PockError(f"{where} reads '{t}' before any op writes it; the operators are out of order "
                                 "or the model file is damaged")
+        bad = data_constant_problem(g, op)
+        if bad:
+            raise PockError(f"{where} {bad}; the model file is damaged")
         for t in op.outputs:
             if t in variables:
                 continue
