@@ -870,6 +870,35 @@ void pockmcu_log_softmax_grad_f32(const int8_t *output,
                                   const float *grad_output,
                                   float *grad_input);
 
+/* ---- issue 15 (fuzz15): trained biases inside the accumulator bound ---- */
+
+/**
+ * @brief pockmcu_conv_1x1_grad_from_mean_f32 with its bias update saturating at +-bias_limit instead of the
+ *        int32 range.
+ *
+ * pockmcu_conv_1x1_grad_from_mean_f32, then, when it succeeded and updated the biases (bias != NULL, accum ==
+ * NULL or opt->apply), pockmcu_bias_saturate_s32(bias, C_OUT, bias_limit). Arguments as
+ * pockmcu_conv_1x1_grad_from_mean_f32, and:
+ *
+ * @param[in]      bias_limit     The largest |bias| (2^31 - 1 - C_IN * 2^15); below 0 taken as 0.
+ *
+ * @return As pockmcu_conv_1x1_grad_from_mean_f32.
+ */
+arm_cmsis_nn_status pockmcu_conv_1x1_grad_from_mean_bounded_f32(const cmsis_nn_dims *output_dims,
+                                                                const float *grad_mean,
+                                                                const uint8_t *mask,
+                                                                const cmsis_nn_dims *filter_dims,
+                                                                const int8_t *filter,
+                                                                const float *filter_scale,
+                                                                int32_t *bias,
+                                                                const float *bias_coef,
+                                                                float *accum,
+                                                                float *velocity,
+                                                                const pockmcu_optimizer *opt,
+                                                                uint32_t *rng,
+                                                                float *grad_input,
+                                                                int32_t bias_limit);
+
 #ifdef __cplusplus
 }
 #endif

@@ -274,6 +274,41 @@ void pockmcu_bias_update_s32(int32_t *bias,
                              const pockmcu_optimizer *opt,
                              uint32_t *rng);
 
+/* ---- issue 15 (fuzz15): trained biases inside the accumulator bound ---- */
+
+/**
+ * @brief Saturate int32 biases at +-limit.
+ *
+ * bias[o] = min(max(bias[o], -limit), limit), o ascending. With limit = 2^31 - 1 - K * 2^15 (K: the products
+ * the layer's accumulator adds per output channel) bias + K products of int8 weights and int8 inputs minus
+ * their zero point stay inside int32 for any values (the WRITE_PARAMS bound). No scratch buffer.
+ *
+ * @param[in,out]  bias           Biases, int32 [channels].
+ * @param[in]      channels       Output channels.
+ * @param[in]      limit          The largest |bias|; below 0 taken as 0.
+ */
+void pockmcu_bias_saturate_s32(int32_t *bias, int32_t channels, int32_t limit);
+
+/**
+ * @brief pockmcu_bias_update_s32 saturating at +-limit instead of the int32 range.
+ *
+ * pockmcu_bias_update_s32, then, when it updated (accum == NULL or opt->apply), pockmcu_bias_saturate_s32.
+ * Arguments as pockmcu_bias_update_s32, and:
+ *
+ * @param[in]      limit          The largest |bias| (2^31 - 1 - K * 2^15, K the layer's products per output
+ *                                channel); below 0 taken as 0.
+ */
+void pockmcu_bias_update_bounded_s32(int32_t *bias,
+                                     const float *grad_output,
+                                     int32_t positions,
+                                     int32_t channels,
+                                     const float *coef,
+                                     float *accum,
+                                     float *velocity,
+                                     const pockmcu_optimizer *opt,
+                                     uint32_t *rng,
+                                     int32_t limit);
+
 #ifdef __cplusplus
 }
 #endif

@@ -232,6 +232,32 @@ def accumulator_bound(g: Graph, op: Op) -> tuple[int, int] | None:
     return int(acc[c]), c
 
 
+#: |w| <= 128 for an int8 weight, |x - zp_in| <= 256 for an int8 input: the largest product an accumulator
+#: adds, for ANY weights and inputs (training changes the weights; board/firmware.py uses the same bound)
+PRODUCT_BOUND = 128 * 256
+
+
+def bias_limit(g: Graph, bias: str) -> int:
+    """The largest |value| a trained int32 bias may take: 2^31 - 1 - K * PRODUCT_BOUND (0 if that is
+    negative), K the products the accumulator of the op reading the bias adds per output channel (its
+    weights per output channel: kh * kw * in_channels for a convolution, kh * kw for a depthwise one,
+    the inputs of a fully connected layer). bias + K products then fits int32 for any int8 weights and
+    inputs, however long both train: the bound of the device's WRITE_PARAMS check
+    (board.firmware.param_limits). A bias no op reads with a constant int8 operand gets the deepest
+    accumulation of the graph (safe)."""
+    b = g.t(bias)
+    depth = 0
+    for op in g.ops:
+        if bias in op.inputs and b.size:
+            w = [g.t(t) for t in op.inputs if t and t != bias and t in g.tensors
+                 and g.t(t).dtype == "int8" and g.t(t).data is not None]
+            if w:
+                depth = max(depth, max(t.size for t in w) // b.size)
+    if depth == 0:
+        depth = max((t.size for t in g.tensors.values() if t.dtype == "int8" and t.data is not None), default=1 << 16)
+    return max(0, INT32_MAX - depth * PRODUCT_BOUND)
+
+
 #: the largest left shift a requantization may need: the kernels shift an int32 by it (defined up to 31)
 MAX_LEFT_SHIFT = 30
 

@@ -51,8 +51,8 @@ def _checked_block(text: str) -> str:
 
 @pytest.mark.parametrize("train", [False, True])
 def test_host_check_build_checks_every_kernel_pointer(train, tmp_path):
-    """`make host-check` runs clean on a generated project (inference, and a training build's schedule);
-    a pointer range that leaves its array aborts with the step and the array named; without
+    """`make host-check` runs clean on a generated project (inference, and a training build's inference and
+    training step); a pointer range that leaves its array aborts with the step and the array named; without
     POCKMCU_CHECKED the preprocessed model.c is the one without the checked block."""
     from pockmcu.cli import main
 
@@ -82,6 +82,18 @@ def test_host_check_build_checks_every_kernel_pointer(train, tmp_path):
     (out / "model.c").write_text(text.replace(call, call.replace(f"{name}, {n}, ", f"{name}, {n + 1}, ")))
     r = subprocess.run(["make", "-C", str(out), "host-check"], capture_output=True, text=True, timeout=600)
     assert r.returncode != 0 and f"{name}: {n + 1} bytes at offset 0 of a {n}-byte array" in r.stdout + r.stderr
+    if train:
+        # a check only the training step makes (the bias update's RAM copy): host-check runs the training
+        # step too (the runner trains on each sample in the checked build of a --train model)
+        body = text[text.index("static void pockmcu_checked_train_step"):]
+        m = re.search(r'pockmcu_check_in\(step, "pockmcu_bias_update_bounded_s32: (\w+)", (\w+), (\d+), (\w+),\s+'
+                      r'sizeof (\w+)\);', body)
+        assert m and m.group(2) == m.group(4) == m.group(5) and m.group(1).endswith("_ram"), "no check of a bias update"
+        name, n = m.group(1), int(m.group(3))
+        call = m.group(0)
+        (out / "model.c").write_text(text.replace(call, call.replace(f"{name}, {n}, ", f"{name}, {n + 1}, ")))
+        r = subprocess.run(["make", "-C", str(out), "host-check"], capture_output=True, text=True, timeout=600)
+        assert r.returncode != 0 and f"{name}: {n + 1} bytes at offset 0 of a {n}-byte array" in r.stdout + r.stderr
 
 
 def test_float_literals_compile_for_any_value(tmp_path):

@@ -29,6 +29,7 @@ from .. import fixedpoint as fp
 from .. import fixedpoint_ort as ort
 from ..ccode import Array, Call, Emission, Local, Ptr, Struct, dims4
 from ..ir import Graph, Op
+from ..shapes import bias_limit
 from .base import OpDef, opdef, operand, register
 from .conv import weight_scales
 
@@ -420,7 +421,7 @@ class Conv1x1GradFromMean(OpDef):
 
     kind = "CONV_1X1_GRAD_FROM_MEAN"
     Options = FusedMeanGradOptions
-    kernel = "pockmcu_conv_1x1_grad_from_mean_f32"
+    kernel = "pockmcu_conv_1x1_grad_from_mean_bounded_f32"   # the bias saturating as BIAS_UPDATE's (issue 15)
     io_dtypes = ("float32", "uint8")
 
     def macs(self, g: Graph, op: Op) -> int:
@@ -452,4 +453,4 @@ class Conv1x1GradFromMean(OpDef):
             Local("output_dims", owner=f.name), Ptr(op.inputs[0]), Ptr(op.inputs[1]), Local("filter_dims", owner=f.name),
             Ptr(operand(f, "weights")), Local("filter_scale", address=False), Ptr(bias) if bias else "NULL",
             Local("coef", address=False) if bias else "NULL", opt["accum"], opt["velocity"], "&train.optimizer",
-            opt["rng"], Ptr(op.outputs[0]) if op.outputs else "NULL"), status=True),))
+            opt["rng"], Ptr(op.outputs[0]) if op.outputs else "NULL", bias_limit(g, bias) if bias else 0), status=True),))

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..ccode import Array, Call, Emission, Local, Ptr
 from ..ir import Graph, Op
+from ..shapes import bias_limit
 from .base import OpDef, register
 
 F32 = np.float32
@@ -166,19 +167,23 @@ class MaskApply(OpDef):
 
 @register
 class BiasUpdate(OpDef):
-    """Bias gradient (sum of the output gradient over positions) and its update, fused."""
+    """Bias gradient (sum of the output gradient over positions) and its update, fused. The update
+    saturates at +-shapes.bias_limit (the accumulator bound for any int8 weights and inputs, which the
+    device's WRITE_PARAMS check uses too), not at the int32 range: training never pushes a bias to a value
+    that can overflow its layer's accumulator."""
 
     kind = "BIAS_UPDATE"
     Options = BiasUpdateOptions
     role = "update"
-    kernel = "pockmcu_bias_update_s32"
+    kernel = "pockmcu_bias_update_bounded_s32"
     io_dtypes = ("float32",)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
         dz = xs[0].astype(np.float64)
         b = g.t(op.options.bias)
         grad = dz.reshape(-1, dz.shape[-1]).sum(axis=0)
-        new = sgd_update(b.data, grad, op.options.coef, rt, b.name, -2**31, 2**31 - 1).astype(np.int32)
+        limit = bias_limit(g, b.name)
+        new = sgd_update(b.data, grad, op.options.coef, rt, b.name, -limit, limit).astype(np.int32)
         rt.params[b.name] = new.reshape(b.data.shape)
         return []
 
@@ -188,8 +193,8 @@ class BiasUpdate(OpDef):
         opt = cg.optimizer_args(op.options.bias)
         coef = Array("coef", "float", tuple(float(c) for c in np.asarray(op.options.coef, np.float32).reshape(-1)))
         return Emission(decls=(coef,), calls=(Call(cg.kernel(op).function, (
-            cg.param(op.options.bias), Ptr(dz.name), dz.size // channels, channels, Local("coef", address=False),
-            opt["accum"], opt["velocity"], "&train.optimizer", opt["rng"])),))
+            Ptr(op.options.bias), Ptr(dz.name), dz.size // channels, channels, Local("coef", address=False),
+            opt["accum"], opt["velocity"], "&train.optimizer", opt["rng"], bias_limit(g, op.options.bias))),))
 
 
 @register
