@@ -205,3 +205,31 @@ def test_constant_of_another_dtype_as_data_input_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "FULLY_CONNECTED" in err and "reads the int32 constant" in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_foldable_op_of_an_unknown_dtype_is_refused_not_folded(tmp_path, capsys):
+    """Fuzz seed 15, inspect stage: ZEROS_LIKE's output retyped int4 was folded into an int4 constant once
+    ml_dtypes (which onnx imports) had taught numpy the dtype, and inspect raised KeyError sizing it;
+    without ml_dtypes the same file was called corrupt. Now the op stays and is refused for its dtype, one
+    line, exit 2, either way."""
+    import struct
+
+    import ml_dtypes  # noqa: F401 - the state of a process that has read an ONNX model
+
+    sys.path.insert(0, str(HERE))
+    import fuzz_models
+
+    from pockmcu.cli import main
+
+    data = (FIXTURES / "datamove_mix.tflite").read_bytes()
+    sites, _, _ = fuzz_models.tflite_sites(data)
+    site = next(s for s in sites if s.what == "tensor 16 type")
+    b = bytearray(data)
+    struct.pack_into(site.fmt, b, site.offset, 17)                # TensorType INT4
+    model = tmp_path / "int4_zeros_like.tflite"
+    model.write_bytes(bytes(b))
+    for argv in (["inspect", str(model)], ["gen", str(model), "--ram", "1MB", "-o", str(tmp_path / "out")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()

@@ -1,12 +1,15 @@
 """Constant folding: shape arithmetic left in the graph by exporters (SHAPE -> STRIDED_SLICE -> PACK),
 data movement of constants (TRANSPOSE, SLICE, CONCATENATION, GATHER, ... of constant tensors) and
-constant-valued ops (FILL, ZEROS_LIKE) become constant tensors."""
+constant-valued ops (FILL, ZEROS_LIKE) become constant tensors. An op whose output has a dtype pockmcu
+does not compute in (int4, uint64, ...) stays, to be refused as such: folding it made a constant numpy
+could hold only when some other package (ml_dtypes, which onnx imports) had taught it the dtype, and
+whose size nothing knew (fuzz seed 15: a traceback in inspect after an ONNX model had been read)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph
+from ..ir import DTYPE_BYTES, Graph
 from ..ops import REGISTRY
 
 
@@ -18,7 +21,7 @@ def fold_constants(g: Graph) -> None:
         changed = False
         for op in list(g.ops):
             opdef = REGISTRY.get(op.kind)
-            if opdef is None or not opdef.foldable:
+            if opdef is None or not opdef.foldable or any(g.t(t).dtype not in DTYPE_BYTES for t in op.outputs):
                 continue
             value = opdef.fold(g, op)
             if value is None:
