@@ -25,7 +25,10 @@ does not compile) or sanitizer (an ASan/UBSan report, a bounds assertion, or sim
 gen accepted). With ``sim``, every mutant gen accepts is built for the host (cffi, the kernels
 linked from the build cache's archive) and run on one random sample; with ``san``, ``make
 host-check`` builds it with ASan, UBSan and the bounds assertions of POCKMCU_CHECKED (the sanitized
-kernels from the cache) and runs it on one sample, every file it writes capped at 64 MB. The
+kernels from the cache) and runs it on one sample, every file it writes capped at 64 MB; with
+``train``, ``gen --train`` (mse, every bias and the last layer's weights, a huge lr with momentum so
+biases reach their bound) and ``make host-check`` of that project: inference and a training step on
+each of 3 samples, checked the same way. The
 summary counts them (and the seconds each stage took); ``--json FILE`` writes them, every 30 s
 while running too; ``--keep DIR`` saves the mutants that failed (at most --max-keep), with a
 one-line reason each, to reproduce one:
@@ -63,7 +66,11 @@ INTS = [0, -1, 1, 2, 3, 7, 255, 1000, -1000, 65535, 1 << 20, (1 << 31) - 1, -(1 
 FLOATS = [0.0, -0.0, float("nan"), float("inf"), float("-inf"), -1.0, 1e-45, 1e-30, 1e30, 3.4e38, 1.0, 0.5]
 ZPS = [1000, -129, 128, 255, -1000, 1 << 40, -(1 << 40), 127, -128]
 
-STAGES = ("inspect", "gen", "sim", "san")
+STAGES = ("inspect", "gen", "sim", "san", "train")
+#: the train stage's update: every bias and the last layer's weights, a huge lr with momentum, so that
+#: biases reach their bound and weights saturate within the few steps the checked runner makes
+TRAIN_UPDATE = json.dumps({"bias": "all", "weights": [{"layer": -1, "ratio": 1}],
+                           "optimizer": {"kind": "momentum", "lr": 1e6, "momentum": 0.9}})
 #: per stage: ok, same (sim, san: generated C byte-identical to an earlier mutant's that passed the
 #: stage in this run, so not built again), refused (one line, exit 2), or a failure: traceback, hang, crash (the worker died),
 #: halfwritten (gen left a partial OUT or a temporary directory), buildfail (the generated C did not
@@ -372,8 +379,8 @@ def _child_limits() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
 
 
-def _sample(out: Path) -> list:
-    """One random sample of the model's inputs (integers over the dtype's range, normal floats)."""
+def _sample(out: Path, n: int = 1) -> list:
+    """n random samples of the model's inputs, [n, ...] each (integers over the dtype's range, normal floats)."""
     import numpy as np
 
     from pockmcu import sim
@@ -382,22 +389,51 @@ def _sample(out: Path) -> list:
     rng = np.random.default_rng(1)
     for spec in sim.read_plan(out)["inputs"]:
         info = np.iinfo(spec["dtype"]) if spec["dtype"] != "float32" else None
-        xs.append(rng.integers(info.min, info.max + 1, [1] + spec["shape"][1:]).astype(spec["dtype"])
-                  if info else rng.standard_normal([1] + spec["shape"][1:]).astype(np.float32))
+        xs.append(rng.integers(info.min, info.max + 1, [n] + spec["shape"][1:]).astype(spec["dtype"])
+                  if info else rng.standard_normal([n] + spec["shape"][1:]).astype(np.float32))
     return xs
 
 
-def run_checked(out: Path, timeout: float, report=None) -> tuple[str, str]:
-    """``make host-check`` (ASan + UBSan + bounds assertions on every kernel call) on one sample, the
-    kernels from the build cache; (outcome, detail): ok, buildfail, sanitizer or hang."""
+def _gen_train(model: str, out: Path) -> tuple[str, str]:
+    """``pockmcu gen --train`` (mse, TRAIN_UPDATE) into OUT: (ok | refused | traceback | halfwritten, detail)."""
+    from pockmcu.cli import main
+
+    err = io.StringIO()
+    old = sys.stderr, sys.stdout
+    sys.stderr, sys.stdout = err, io.StringIO()
+    try:
+        rc = main(["gen", model, "--ram", "4MB", "-o", str(out), "--train", "--loss", "mse", "--update", TRAIN_UPDATE])
+    except SystemExit as exc:
+        rc = exc.code if isinstance(exc.code, int) else 2
+    except BaseException as exc:   # noqa: BLE001
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
+        return "traceback", f"gen --train: {type(exc).__name__} at {where}: {str(exc)[:160]}"
+    finally:
+        sys.stderr, sys.stdout = old
+    text = err.getvalue().strip()
+    left = [p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}")]
+    if left or (rc != 0 and out.exists()) or (rc == 0 and not (out / "plan.json").is_file()):
+        return "halfwritten", f"gen --train exit {rc}, left behind: {left}"
+    if rc == 0:
+        return "ok", ""
+    if rc == 2 and text.count("\n") == 0 and "Traceback" not in text:
+        return "refused", text
+    return "traceback", f"gen --train exit {rc}: {text[-200:]}"
+
+
+def run_checked(out: Path, timeout: float, report=None, samples: int = 1) -> tuple[str, str]:
+    """``make host-check`` (ASan + UBSan + bounds assertions on every kernel call) on ``samples`` samples
+    (a --train build also makes a training step on each), the kernels from the build cache; (outcome,
+    detail): ok, buildfail, sanitizer or hang."""
     import numpy as np
 
     from pockmcu import sim
     from pockmcu.build import kernel_archive
 
-    xs = _sample(out)
-    sample = out.parent / "sample.bin"
-    sample.write_bytes(b"".join(x.tobytes() for x in xs))
+    xs = _sample(out, samples)
+    sample = out.parent / f"sample-{out.name}.bin"
+    sample.write_bytes(b"".join(x[i].tobytes() for i in range(samples) for x in xs))
     lib = kernel_archive(out, "host-san")
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     env.update(ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=86",
@@ -419,8 +455,8 @@ def run_checked(out: Path, timeout: float, report=None) -> tuple[str, str]:
         want = sum(int(np.prod(s["shape"][1:])) * np.dtype(s["dtype"]).itemsize
                    for s in sim.read_plan(out)["outputs"])
         got = (out / "build" / "host-check" / "output.bin").stat().st_size
-        if got != want:
-            return "sanitizer", f"the runner wrote {got} output bytes for one sample, expected {want}"
+        if got != want * samples:
+            return "sanitizer", f"the runner wrote {got} output bytes for {samples} sample(s), expected {want * samples}"
         return "ok", ""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if not (out / "build" / "host-check" / "pockmcu_run").exists():
@@ -428,6 +464,18 @@ def run_checked(out: Path, timeout: float, report=None) -> tuple[str, str]:
         return "buildfail", " | ".join(errs[:3])[:300]
     key = [ln for ln in lines if "ERROR" in ln or "runtime error" in ln or "host-check:" in ln] or lines[-3:]
     return "sanitizer", " | ".join(key[:3])[:300]
+
+
+def _passed_marker(model: str, work: str, out: Path, stage: str) -> Path:
+    """The file that says C byte-identical to OUT's (model.h, model.c, weights.c; the mutant's file name,
+    which model.c quotes, left out) passed ``stage`` earlier in this run: building and running the same
+    C on the same sample again would find nothing new (counted as "same")."""
+    import hashlib
+
+    stem = Path(model).stem.encode()
+    digest = hashlib.sha256(b"".join((out / f).read_bytes().replace(stem, b"MODEL")
+                                     for f in ("model.h", "model.c", "weights.c")))
+    return Path(work).parent / f".passed-{stage}-{digest.hexdigest()[:32]}"
 
 
 def run_stage(stage: str, model: str, work: str, timeout: float, report=None) -> tuple[str, str]:
@@ -440,14 +488,24 @@ def run_stage(stage: str, model: str, work: str, timeout: float, report=None) ->
     out = Path(work) / "out"
     marker = None
     if stage in ("sim", "san"):       # C equal to a mutant's that already passed this stage passes again
-        import hashlib
-
-        stem = Path(model).stem.encode()           # model.c names its source file: not part of the code
-        digest = hashlib.sha256(b"".join((out / f).read_bytes().replace(stem, b"MODEL")
-                                         for f in ("model.h", "model.c", "weights.c")))
-        marker = Path(work).parent / f".passed-{stage}-{digest.hexdigest()[:32]}"
+        marker = _passed_marker(model, work, out, stage)
         if marker.exists():
             return "same", ""
+    if stage == "train":           # gen --train, then make host-check (inference and a training step per sample)
+        tout = Path(work) / "train"
+        try:
+            outcome, detail = _gen_train(model, tout)
+            if outcome != "ok":
+                return outcome, detail
+            marker = _passed_marker(model, work, tout, stage)
+            if marker.exists():
+                return "same", ""
+            outcome, detail = run_checked(tout, timeout * 0.9, report, samples=3)
+        except BaseException as exc:  # noqa: BLE001
+            return "traceback", f"{type(exc).__name__} in the train stage: {str(exc)[:160]}"
+        if outcome == "ok":
+            marker.touch()
+        return outcome, detail
     if stage == "san":
         try:
             outcome, detail = run_checked(out, timeout * 0.9, report)
@@ -694,7 +752,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stages", default="inspect,gen",
                     help="comma-separated, in order: inspect, gen, sim (cffi host build, one sample), san "
-                         "(make host-check: ASan + UBSan + bounds assertions, one sample)")
+                         "(make host-check: ASan + UBSan + bounds assertions, one sample), train (gen --train, "
+                         "then make host-check: inference and a training step on each of 3 samples)")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per stage before it counts as a hang")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--keep", metavar="DIR", help="save the mutants that failed (at most --max-keep), with their reasons")

@@ -179,10 +179,14 @@ class BiasUpdate(OpDef):
     io_dtypes = ("float32",)
 
     def reference(self, g: Graph, op: Op, xs, rt=None):
-        dz = xs[0].astype(np.float64)
         b = g.t(op.options.bias)
-        grad = dz.reshape(-1, dz.shape[-1]).sum(axis=0)
         limit = bias_limit(g, b.name)
+        # the kernel's sums: float32, over the positions in ascending order from +0 (a float64 or pairwise
+        # sum differs from it in the last bit now and then, which a large lr turns into a different bias)
+        rows = np.asarray(xs[0], F32).reshape(-1, np.shape(xs[0])[-1])
+        grad = np.zeros(rows.shape[1], F32)
+        for row in rows:
+            grad = grad + row
         new = sgd_update(b.data, grad, op.options.coef, rt, b.name, -limit, limit).astype(np.int32)
         rt.params[b.name] = new.reshape(b.data.shape)
         return []
