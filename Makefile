@@ -55,11 +55,13 @@ corpus: setup
 	-$(PY) -m pockmcu.corpus fetch $(if $(CORPUS_FROM),--from $(CORPUS_FROM))
 	$(PY) -m pockmcu.corpus eval --into BENCHMARKS.md
 
-# Mutated models through inspect, gen, the cffi host build (sim) and the checked sanitized build (san:
-# make host-check in each accepted project): 0 tracebacks, hangs, crashes, half-written outputs, build
-# failures or sanitizer reports expected. FUZZ_ARGS="--count 200 --seconds 60" for a short run;
-# failures are kept in fuzz-failures/.
-FUZZ_ARGS ?= --count 10000 --seconds 3600 --stages inspect,gen,sim,san
+# Mutated models through inspect, gen, the cffi host build (sim), the checked sanitized build (san:
+# make host-check in each accepted project) and a --train build's checked run (train: inference and a
+# training step per sample): 0 tracebacks, hangs, crashes, half-written outputs, build failures or
+# sanitizer reports expected. One forked child per mutant, --jobs at a time (default: every core; about
+# 10,000 mutants in 15-30 minutes on 2 cores). FUZZ_ARGS="--count 200 --seconds 60" for a short run;
+# failures are kept in fuzz-failures/ with their counts (counts.json, rewritten while it runs).
+FUZZ_ARGS ?= --count 10000 --seconds 7200 --stages inspect,gen,sim,san,train --json fuzz-failures/counts.json
 fuzz: setup
 	$(PY) tests/fuzz_models.py $(FUZZ_ARGS) --keep fuzz-failures
 
