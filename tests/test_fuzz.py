@@ -33,15 +33,17 @@ def test_mutated_models_are_refused_cleanly(seed, tmp_path):
 
 @pytest.mark.slow
 def test_mutants_through_sim_and_the_checked_build(tmp_path):
-    """The same harness with the sim and san stages (cffi host build, and `make host-check`: ASan,
-    UBSan and the bounds assertions of POCKMCU_CHECKED, each on one sample)."""
+    """The same harness with the sim, san and train stages (cffi host build; `make host-check`: ASan,
+    UBSan and the bounds assertions of POCKMCU_CHECKED, on one sample; a --train build's host-check,
+    inference and a training step on each of 3 samples)."""
     r = subprocess.run([sys.executable, str(HERE / "fuzz_models.py"), "--count", "40", "--seed", "13",
-                        "--stages", "inspect,gen,sim,san", "--jobs", "2", "--timeout", "300",
+                        "--stages", "inspect,gen,sim,san,train", "--jobs", "2", "--timeout", "300",
                         "--json", str(tmp_path / "counts.json")], capture_output=True, text=True, timeout=1800)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     counts = json.loads((tmp_path / "counts.json").read_text())["counts"]
-    assert counts["san"]["ok"] > 0
+    assert counts["san"]["ok"] > 0 and counts["train"]["ok"] > 0
     assert sum(counts["san"].values()) == counts["gen"]["ok"]
+    assert sum(counts["train"].values()) == counts["san"]["ok"] + counts["san"]["same"]
 
 
 def _checked_block(text: str) -> str:
