@@ -233,29 +233,34 @@ def accumulator_bound(g: Graph, op: Op) -> tuple[int, int] | None:
 
 
 #: |w| <= 128 for an int8 weight, |x - zp_in| <= 256 for an int8 input: the largest product an accumulator
-#: adds, for ANY weights and inputs (training changes the weights; board/firmware.py uses the same bound)
+#: adds, for ANY weights and inputs (training changes the weights; board/firmware.py uses the same bound),
+#: for weights without a zero point; a per-tensor weight zero point zp_w makes it 256 * (128 + |zp_w|)
 PRODUCT_BOUND = 128 * 256
 
 
 def bias_limit(g: Graph, bias: str) -> int:
-    """The largest |value| a trained int32 bias may take: 2^31 - 1 - K * PRODUCT_BOUND (0 if that is
+    """The largest |value| a trained (or written) int32 bias may take: 2^31 - 1 - K * P (0 if that is
     negative), K the products the accumulator of the op reading the bias adds per output channel (its
     weights per output channel: kh * kw * in_channels for a convolution, kh * kw for a depthwise one,
-    the inputs of a fully connected layer). bias + K products then fits int32 for any int8 weights and
-    inputs, however long both train: the bound of the device's WRITE_PARAMS check
+    the inputs of a fully connected layer) and P the largest product, 256 * (128 + |zp_w|)
+    (PRODUCT_BOUND without a weight zero point). bias + K products then fits int32 for any int8 weights
+    and inputs, however long both train: the bound of the device's WRITE_PARAMS check
     (board.firmware.param_limits). A bias no op reads with a constant int8 operand gets the deepest
     accumulation of the graph (safe)."""
     b = g.t(bias)
-    depth = 0
+    worst = 0
     for op in g.ops:
         if bias in op.inputs and b.size:
-            w = [g.t(t) for t in op.inputs if t and t != bias and t in g.tensors
-                 and g.t(t).dtype == "int8" and g.t(t).data is not None]
-            if w:
-                depth = max(depth, max(t.size for t in w) // b.size)
-    if depth == 0:
+            ws = [g.t(t) for t in op.inputs if t and t != bias and t in g.tensors
+                  and g.t(t).dtype == "int8" and g.t(t).data is not None]
+            if ws:
+                w = max(ws, key=lambda t: t.size)
+                zp = int(np.abs(np.asarray(w.quant.zero_point, np.int64)).max()) if w.quant is not None else 0
+                worst = max(worst, w.size // b.size * ACTIVATION_BOUND * (128 + zp))
+    if worst == 0:
         depth = max((t.size for t in g.tensors.values() if t.dtype == "int8" and t.data is not None), default=1 << 16)
-    return max(0, INT32_MAX - depth * PRODUCT_BOUND)
+        worst = depth * ACTIVATION_BOUND * 255
+    return max(0, INT32_MAX - worst)
 
 
 #: the largest left shift a requantization may need: the kernels shift an int32 by it (defined up to 31)
@@ -345,8 +350,25 @@ def _show(want) -> str:
     return str(list(want))
 
 
+def window_option_problems(op: Op) -> list[str]:
+    """Any op's (h, w) stride and dilation options in 1..MAX_WINDOW, also for kinds without a rule here:
+    TRANSPOSE_CONV checked only stride >= 1, and a stride of 2^31-1 on a one-row input gave the declared
+    output shape, compiled, and overflowed int32 in its weight-gradient kernel (fuzz seed 15, train stage)."""
+    for name in ("stride", "dilation"):
+        v = getattr(op.options, name, None) if op.options is not None else None
+        if isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, (int, np.integer)) for x in v):
+            try:
+                _window_param(name, v)
+            except ShapeProblem as exc:
+                return [str(exc)]
+    return []
+
+
 def op_shape_problems(g: Graph, op: Op) -> list[str]:
     """Why ``op``'s declared shapes are inconsistent (empty when fine or when no rule covers it)."""
+    bad = window_option_problems(op)
+    if bad:
+        return bad
     for name in [i for i in op.inputs if i] + list(op.outputs):
         t = g.t(name)
         if not t.is_const and any(int(d) <= 0 for d in t.shape):

@@ -93,3 +93,18 @@ def test_checked_build_of_biases_at_the_bound_runs_clean(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     outputs = (out / "build" / "host-check" / "output.bin").read_bytes()
     assert len(outputs) == 6 * c.graph.t(c.graph.outputs[0]).nbytes
+
+
+def test_bound_counts_a_weight_zero_point():
+    """With a per-tensor weight zero point zp_w a product reaches 256 * (128 + |zp_w|), not 2^15: the bound
+    (and so the device's WRITE_PARAMS limit) tightens accordingly."""
+    from pockmcu.frontend import load_model
+    from pockmcu.ir import Quant
+
+    g = load_model(FIXTURES / "fc_none.tflite")
+    fc = next(op for op in g.ops if op.kind == "FULLY_CONNECTED" and len(op.inputs) > 2 and op.inputs[2])
+    w, bias = g.t(fc.inputs[1]), fc.inputs[2]
+    k = w.size // g.t(bias).size
+    assert bias_limit(g, bias) == INT32_MAX - k * PRODUCT_BOUND
+    w.quant = Quant(scale=w.quant.scale, zero_point=np.full(w.quant.scale.shape, -5, np.int32))
+    assert bias_limit(g, bias) == INT32_MAX - k * 256 * 133

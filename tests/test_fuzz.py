@@ -235,3 +235,48 @@ def test_foldable_op_of_an_unknown_dtype_is_refused_not_folded(tmp_path, capsys)
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "Traceback" not in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_zero_point_outside_its_dtype_is_refused_whichever_frontend(tmp_path, capsys):
+    """Fuzz seed 15, train stage: an ONNX uint8 input dequantized with an int32 zero point of -128 became an
+    int8 tensor with zero point -256 (inputs minus it reach 383, beyond the 256 the accumulator bounds
+    assume); once training pushed a bias to its bound the conv accumulator overflowed (UBSan). Every
+    int8 / uint8 tensor's zero points are checked against its dtype's range: one line, exit 2."""
+    import onnx
+    from onnx import numpy_helper
+
+    from pockmcu.cli import main
+
+    m = onnx.load(HERE / "fixtures" / "onnx" / "conv_3x3_relu_qdq_u8io.onnx")
+    t = next(t for t in m.graph.initializer if t.name == "input_zero_point")
+    t.CopyFrom(numpy_helper.from_array(np.array(-128, np.int32), t.name))
+    model = tmp_path / "u8_input_zp_minus128.onnx"
+    onnx.save(m, model)
+    assert main(["gen", str(model), "--ram", "1MB", "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "zero point -128, outside [0, 255]" in err, err
+
+
+def test_transpose_conv_stride_outside_the_window_limit_is_refused(tmp_path, capsys):
+    """Fuzz seed 15, train stage: TRANSPOSE_CONV's stride_h set to 2^31-1 on a one-row input still gave the
+    declared output shape (its own check asked only stride >= 1); inference compiled and the weight
+    gradient kernel overflowed int32 (UBSan). Strides and dilations of every op are held to 1..255."""
+    import struct
+
+    sys.path.insert(0, str(HERE))
+    import fuzz_models
+
+    from pockmcu.cli import main
+
+    data = (FIXTURES / "tconv_2x2_s2_valid_pertensor_nobias.tflite").read_bytes()
+    sites, _, _ = fuzz_models.tflite_sites(data)
+    site = next(s for s in sites if s.what == "op 0 option 2" and s.fmt == "<i")
+    assert struct.unpack_from(site.fmt, data, site.offset)[0] == 2          # stride_h
+    b = bytearray(data)
+    struct.pack_into(site.fmt, b, site.offset, (1 << 31) - 1)
+    model = tmp_path / "tconv_huge_stride.tflite"
+    model.write_bytes(bytes(b))
+    for train in ([], ["--train", "--loss", "mse", "--update", '{"bias": "all", "weights": "all"}']):
+        assert main(["gen", str(model), "--ram", "1MB", "-o", str(tmp_path / "out"), *train]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "stride [2147483647, 2] (each must be 1..255)" in err, err

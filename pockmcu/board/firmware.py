@@ -27,6 +27,7 @@ from pathlib import Path
 from ..build import project_dir, require_tool, run_make
 from ..errors import PockError
 from ..frontend import load_model
+from ..shapes import bias_limit
 from ..targets import get_target
 
 APP_OFFSET = 0x10000           # QEMU: bootloader size, the application starts here
@@ -128,42 +129,22 @@ def model_hash(out) -> bytes:
     return h.digest()[:8]
 
 
-#: |x - zero_point| of an int8 input and |w| of an int8 weight are at most 256 and 128: each product
-#: an accumulator adds is at most 2^15 in magnitude (also with the input offset folded into the bias)
-PRODUCT_BOUND = 256 * 128
 NO_LIMIT = -1
 
 
 def param_limits(out) -> list[int]:
     """Per trainable tensor (plan.json order): the largest |value| a written int32 bias may take so that
     its op's accumulator, bias + K products (K: the weights per output channel), stays inside int32
-    for ANY int8 weights and inputs: 2^31 - 1 - K * 2^15 (0 if K is that large). int8 tensors: -1,
-    no limit. The board app refuses WRITE_PARAMS / parameter chunks that break a limit
+    for ANY int8 weights and inputs: 2^31 - 1 - K * 2^15 (0 if K is that large; 256 * (128 + |zp_w|) per
+    product for weights with a zero point), shapes.bias_limit, the bound training saturates a bias at.
+    int8 tensors: -1, no limit. The board app refuses WRITE_PARAMS / parameter chunks that break a limit
     (firmware/PROTOCOL.md, "Parameter limits")."""
     plan = read_plan(out)
     tr = (plan.get("training") or {}).get("trainable") or []
     if not any(t["dtype"] == "int32" for t in tr):
         return [NO_LIMIT] * len(tr)
-    src = Path(out) / plan.get("model_file", "original.tflite")
-    g = load_model(src)
-    depth: dict[str, int] = {}     # bias tensor -> products per output channel
-    for op in g.ops:
-        ins = [g.tensors[i] for i in op.inputs if i in g.tensors]
-        w = [t for t in ins if t.dtype == "int8" and t.is_const]
-        for b in ins:
-            if b.dtype == "int32" and b.size and w:
-                depth[b.name] = max(depth.get(b.name, 0), max(t.size for t in w) // b.size)
-    worst = max(depth.values(), default=0)
-    if worst == 0:
-        worst = max((t.size for t in g.tensors.values() if t.dtype == "int8" and t.is_const), default=1 << 16)
-    limits = []
-    for t in tr:
-        if t["dtype"] != "int32":
-            limits.append(NO_LIMIT)
-            continue
-        k = depth.get(t["tensor"], worst)   # not found: the deepest accumulation in the model (safe)
-        limits.append(max(0, (1 << 31) - 1 - k * PRODUCT_BOUND))
-    return limits
+    g = load_model(Path(out) / plan.get("model_file", "original.tflite"))
+    return [bias_limit(g, t["tensor"]) if t["dtype"] == "int32" else NO_LIMIT for t in tr]
 
 
 def config_text(layout: Layout, hash8: bytes, default_lr: float, test_hooks: bool,

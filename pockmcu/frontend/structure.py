@@ -6,15 +6,23 @@ model inputs, constants and tensors an earlier op wrote; no tensor is written tw
 a model input or a constant; every model output is written (or is an input) and none is a constant; a
 constant an op reads where it takes data (its input, input1, input2, lhs or rhs) has the dtype and
 quantization an activation there must have (an operator input index moved onto an int32 bias once made
-FULLY_CONNECTED read it as int8 data: C that does not compile). A damaged or reordered file fails here
-with one line naming the op and the tensor, never later as a missing name.
+FULLY_CONNECTED read it as int8 data: C that does not compile); every int8 / uint8 tensor's zero points
+lie in its dtype's range, whichever frontend made them (an ONNX uint8 input dequantized with an int32
+zero point of -128 became an int8 tensor with zero point -256: inputs minus it reach 383, beyond the 256
+every accumulator bound assumes). A damaged or reordered file fails here with one line naming the op and
+the tensor, never later as a missing name.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import PockError
 from ..ir import Graph, Op
 from ..ops.base import REGISTRY
+
+#: the zero points a quantized tensor of each dtype may have
+ZP_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 
 #: operand names (OpDef.operands) that carry data: an activation, or a constant in its place
 DATA_OPERANDS = ("input", "input1", "input2", "lhs", "rhs")
@@ -53,6 +61,15 @@ def check_structure(g: Graph, source: str, variables: set[str] | frozenset[str] 
     for t in g.inputs:
         if g.t(t).is_const:
             raise PockError(f"{source}: model input '{t}' is a constant; the model file is damaged")
+    for name, t in g.tensors.items():
+        if t.quant is None or t.dtype not in ZP_RANGE:
+            continue
+        lo, hi = ZP_RANGE[t.dtype]
+        zp = np.asarray(t.quant.zero_point, np.int64).reshape(-1)
+        bad = zp[(zp < lo) | (zp > hi)]
+        if bad.size:
+            raise PockError(f"{source}: {t.dtype} tensor '{name}' has zero point {int(bad[0])}, outside [{lo}, {hi}]; "
+                            "the model file is damaged")
     written = set(g.inputs) | set(variables)
     for op in g.ops:
         where = f"{source}: {op.kind} at {op.location.split(' (')[0]}"
