@@ -465,6 +465,190 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw16_group(const cmsis_nn_dw_conv_params *pr
     }
 }
 
+/* -- ch_mult 1 through padded lines: the k_h input rows under one output row segment, 16 channels of the group
+ * per pixel slot (16 bytes, tail lanes 0), out-of-image slots holding the input zero point; the group's weights
+ * packed as [tap][16] (tail lanes 0). Every tap of every pixel is then one load at an immediate offset, and
+ * border pixels run the same code as interior ones (the zero point cancels the tap's share of init). */
+    #define POCKMCU_MVE_DW_LINE_SLOTS 64 /* 16-byte pixel slots of all k_h lines of one segment (1 KB of stack) */
+    #define POCKMCU_MVE_DW_TAPS 64       /* taps of the packed weights (1 KB of stack) */
+
+/* One pixel of a 3x3 filter with dilation 1: rows at p0, p1, p2 (slots of 16 bytes), weights at q ([9][16]). */
+    #define POCKMCU_MVE_DW_ROW_ASM(P, QO)                                                                              \
+        "vldrb.s16 %q[x], [%[" #P "]]\n\t"                                                                             \
+        "vldrb.s16 %q[w], [%[q], #" #QO "]\n\t"                                                                        \
+        "vmullb.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
+        "vadd.i32 %q[e0], %q[e0], %q[t]\n\t"                                                                           \
+        "vmullt.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
+        "vadd.i32 %q[o0], %q[o0], %q[t]\n\t"                                                                           \
+        "vldrb.s16 %q[x], [%[" #P "], #8]\n\t"                                                                         \
+        "vldrb.s16 %q[w], [%[q], #" #QO "+8]\n\t"                                                                      \
+        "vmullb.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
+        "vadd.i32 %q[e1], %q[e1], %q[t]\n\t"                                                                           \
+        "vmullt.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
+        "vadd.i32 %q[o1], %q[o1], %q[t]\n\t"                                                                           \
+        "vldrb.s16 %q[x], [%[" #P "], #16]\n\t"                                                                        \
+        "vldrb.s16 %q[w], [%[q], #" #QO "+16]\n\t"                                                                     \
+        "vmullb.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
+        "vadd.i32 %q[e0], %q[e0], %q[t]\n\t"                                                                           \
+        "vmullt.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
+        "vadd.i32 %q[o0], %q[o0], %q[t]\n\t"                                                                           \
+        "vldrb.s16 %q[x], [%[" #P "], #24]\n\t"                                                                        \
+        "vldrb.s16 %q[w], [%[q], #" #QO "+24]\n\t"                                                                     \
+        "vmullb.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
+        "vadd.i32 %q[e1], %q[e1], %q[t]\n\t"                                                                           \
+        "vmullt.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
+        "vadd.i32 %q[o1], %q[o1], %q[t]\n\t"                                                                           \
+        "vldrb.s16 %q[x], [%[" #P "], #32]\n\t"                                                                        \
+        "vldrb.s16 %q[w], [%[q], #" #QO "+32]\n\t"                                                                     \
+        "vmullb.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
+        "vadd.i32 %q[e0], %q[e0], %q[t]\n\t"                                                                           \
+        "vmullt.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
+        "vadd.i32 %q[o0], %q[o0], %q[t]\n\t"                                                                           \
+        "vldrb.s16 %q[x], [%[" #P "], #40]\n\t"                                                                        \
+        "vldrb.s16 %q[w], [%[q], #" #QO "+40]\n\t"                                                                     \
+        "vmullb.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
+        "vadd.i32 %q[e1], %q[e1], %q[t]\n\t"                                                                           \
+        "vmullt.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
+        "vadd.i32 %q[o1], %q[o1], %q[t]\n\t"
+
+/* Whether the line path fits its stack blocks for this geometry. */
+POCKMCU_MVE_INLINE int32_t pockmcu_mve_dw_lines_fit(const cmsis_nn_dw_conv_params *prm, const cmsis_nn_dims *filter_dims)
+{
+    const int32_t eff_w = (filter_dims->w - 1) * prm->dilation.w + 1;
+    return filter_dims->h * filter_dims->w <= POCKMCU_MVE_DW_TAPS && eff_w <= POCKMCU_MVE_DW_LINE_SLOTS &&
+        filter_dims->h * eff_w <= POCKMCU_MVE_DW_LINE_SLOTS;
+}
+
+/* Output channels [c0, c0 + n), every output pixel, through padded lines (left: some channel shifts left). */
+POCKMCU_MVE_INLINE void pockmcu_mve_dw_lines_group(const cmsis_nn_dw_conv_params *prm,
+                                                   const cmsis_nn_dims *input_dims,
+                                                   const int8_t *input_data,
+                                                   const cmsis_nn_dims *filter_dims,
+                                                   const int8_t *filter_data,
+                                                   const cmsis_nn_dims *output_dims,
+                                                   int8_t *output_data,
+                                                   const int32_t c0,
+                                                   const int32_t n,
+                                                   const pockmcu_mve_dw16_consts *k,
+                                                   const int32_t left)
+{
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t in_c = input_dims->c;
+    const int32_t out_h = output_dims->h;
+    const int32_t out_w = output_dims->w;
+    const int32_t out_c = output_dims->c;
+    const int32_t k_h = filter_dims->h;
+    const int32_t k_w = filter_dims->w;
+    const int32_t stride_w = prm->stride.w;
+    const int32_t dil_h = prm->dilation.h;
+    const int32_t dil_w = prm->dilation.w;
+    const int32_t eff_w = (k_w - 1) * dil_w + 1;
+    const int32_t fast3 = k_h == 3 && k_w == 3 && dil_w == 1;
+    /* output pixels per segment: its k_h lines of (seg - 1) * stride_w + eff_w slots fit the block */
+    const int32_t seg_max = (POCKMCU_MVE_DW_LINE_SLOTS / k_h - eff_w) / stride_w + 1;
+    const mve_pred16_t pn = vctp8q((uint32_t)n);
+    const mve_pred16_t p0 = vctp16q((uint32_t)n);
+    const mve_pred16_t p1 = vctp16q((uint32_t)pockmcu_max_i32(n - 8, 0));
+    const int8x16_t zp = vdupq_n_s8((int8_t)-prm->input_offset);
+    int8_t lines[POCKMCU_MVE_DW_LINE_SLOTS * 16] __attribute__((aligned(16)));
+    int8_t wblk[POCKMCU_MVE_DW_TAPS * 16] __attribute__((aligned(16)));
+    int32_t b, oy, ox0, t;
+
+    for (t = 0; t < k_h * k_w; t++)
+    {
+        vstrbq_s8(wblk + 16 * t, vldrbq_z_s8(filter_data + t * out_c + c0, pn));
+    }
+    for (b = 0; b < input_dims->n; b++)
+    {
+        const int8_t *in_batch = input_data + b * in_h * in_w * in_c + c0;
+        for (oy = 0; oy < out_h; oy++)
+        {
+            const int32_t in_y0 = oy * prm->stride.h - prm->padding.h;
+            int8_t *out_row = output_data + ((b * out_h + oy) * out_w) * out_c + c0;
+            for (ox0 = 0; ox0 < out_w; ox0 += seg_max)
+            {
+                const int32_t seg = pockmcu_min_i32(seg_max, out_w - ox0);
+                const int32_t seg_w = (seg - 1) * stride_w + eff_w;
+                const int32_t in_x0 = ox0 * stride_w - prm->padding.w;
+                /* slots [0, lead) and [lead + mid, seg_w) lie outside the image columns */
+                const int32_t lead = pockmcu_min_i32(pockmcu_max_i32(-in_x0, 0), seg_w);
+                const int32_t mid = pockmcu_max_i32(pockmcu_min_i32(in_w - in_x0, seg_w) - lead, 0);
+                const int32_t line_bytes = seg_w * 16;
+                int8_t *out = out_row + ox0 * out_c;
+                int32_t ky, j;
+                for (ky = 0; ky < k_h; ky++)
+                {
+                    const int32_t iy = in_y0 + ky * dil_h;
+                    int8_t *dst = lines + ky * line_bytes;
+                    if ((uint32_t)iy >= (uint32_t)in_h)
+                    {
+                        for (j = 0; j < seg_w; j++, dst += 16)
+                        {
+                            vstrbq_s8(dst, zp);
+                        }
+                        continue;
+                    }
+                    for (j = 0; j < lead; j++, dst += 16)
+                    {
+                        vstrbq_s8(dst, zp);
+                    }
+                    {
+                        const int8_t *src = in_batch + (iy * in_w + in_x0 + lead) * in_c;
+                        for (j = 0; j < mid; j++, dst += 16, src += in_c)
+                        {
+                            vstrbq_s8(dst, vldrbq_z_s8(src, pn));
+                        }
+                    }
+                    for (j = lead + mid; j < seg_w; j++, dst += 16)
+                    {
+                        vstrbq_s8(dst, zp);
+                    }
+                }
+                for (j = 0; j < seg; j++, out += out_c)
+                {
+                    int32x4_t e0 = vldrwq_s32(k->init);
+                    int32x4_t o0 = vldrwq_s32(k->init + 4);
+                    int32x4_t e1 = vldrwq_s32(k->init + 8);
+                    int32x4_t o1 = vldrwq_s32(k->init + 12);
+                    const int8_t *p = lines + j * stride_w * 16;
+                    const int8_t *q = wblk;
+                    int16x8_t xv, wv;
+                    int32x4_t tv;
+                    if (fast3)
+                    {
+                        const int8_t *pb = p + line_bytes;
+                        const int8_t *pc = pb + line_bytes;
+                        __asm__(POCKMCU_MVE_DW_ROW_ASM(p, 0) POCKMCU_MVE_DW_ROW_ASM(pb, 48)
+                                    "add %[q], %[q], #96\n\t" POCKMCU_MVE_DW_ROW_ASM(pc, 0)
+                                : POCKMCU_MVE_DW16_TAP_OPERANDS, [pb] "+l"(pb), [pc] "+l"(pc)
+                                :
+                                : "memory");
+                    }
+                    else
+                    {
+                        for (ky = 0; ky < k_h; ky++)
+                        {
+                            const int8_t *pr = p + ky * line_bytes;
+                            int32_t kx;
+                            for (kx = 0; kx < k_w; kx++)
+                            {
+                                __asm__(POCKMCU_MVE_DW16_TAP_ASM "add %[p], %[p], %[d]\n\t"
+                                                                 "adds %[q], %[q], #16\n\t"
+                                        : [e0] "+w"(e0), [o0] "+w"(o0), [e1] "+w"(e1), [o1] "+w"(o1), [x] "=&w"(xv),
+                                          [w] "=&w"(wv), [t] "=&w"(tv), [p] "+l"(pr), [q] "+l"(q)
+                                        : [d] "r"(dil_w * 16)
+                                        : "memory");
+                            }
+                        }
+                    }
+                    pockmcu_mve_dw16_store(e0, o0, e1, o1, k, prm->output_offset, left, out, p0, p1, n < 16);
+                }
+            }
+        }
+    }
+}
+
 /* The constants of the group of channels [c0, c0 + n), n <= 16; returns whether some channel shifts left. */
 static int32_t pockmcu_mve_dw16_consts_of(const cmsis_nn_dw_conv_params *prm,
                                           const cmsis_nn_per_channel_quant_params *quant_params,
@@ -530,7 +714,12 @@ static void pockmcu_mve_dw_mult1(const cmsis_nn_dw_conv_params *prm,
         const int32_t n = pockmcu_min_i32(16, out_c - c0);
         const int32_t left =
             pockmcu_mve_dw16_consts_of(prm, quant_params, filter_dims, filter_data, bias_data, out_c, c0, n, &k);
-        if (n < 16)
+        if (pockmcu_mve_dw_lines_fit(prm, filter_dims))
+        {
+            pockmcu_mve_dw_lines_group(
+                prm, input_dims, input_data, filter_dims, filter_data, output_dims, output_data, c0, n, &k, left);
+        }
+        else if (n < 16)
         {
             pockmcu_mve_dw16_group(
                 prm, input_dims, input_data, filter_dims, filter_data, output_dims, output_data, c0, &k, left, 1);
