@@ -39,7 +39,7 @@ typedef struct
 typedef struct
 {
     const int8_t *in;
-    int32_t in_h, in_w, in_c, k_w, k_c, dil_h, dil_w;
+    int32_t in_h, in_w, in_c, k_h, k_w, k_c, dil_h, dil_w;
     int8x16_t zp;
     int32_t output_offset;
     int32x4_t act_min, act_max;
@@ -102,6 +102,28 @@ pockmcu_mve_gather(const pockmcu_mve_conv_geom *g, pockmcu_mve_origin o, int32_t
         }
         dst += span;
         f += span;
+    }
+}
+
+/* The whole receptive field of the pixel at origin o into dst, for dilation.w 1 and k_c == in_c: each kernel row
+ * is one contiguous run of k_w * in_c input bytes, clipped to the image (the rest holds the input zero point). */
+static void pockmcu_mve_gather_rows(const pockmcu_mve_conv_geom *g, pockmcu_mve_origin o, int8_t *dst)
+{
+    const int32_t row = g->k_w * g->k_c;
+    const int32_t lead = pockmcu_min_i32(pockmcu_max_i32(-o.x0, 0), g->k_w) * g->k_c;
+    const int32_t mid = pockmcu_max_i32(pockmcu_min_i32(g->in_w - o.x0, g->k_w) * g->k_c - lead, 0);
+    int32_t ky;
+    for (ky = 0; ky < g->k_h; ky++, dst += row)
+    {
+        const int32_t iy = o.y0 + ky * g->dil_h;
+        if ((uint32_t)iy >= (uint32_t)g->in_h)
+        {
+            pockmcu_mve_fill_s8(dst, g->zp, row);
+            continue;
+        }
+        pockmcu_mve_fill_s8(dst, g->zp, lead);
+        pockmcu_mve_copy_s8(dst + lead, g->in + (iy * g->in_w + o.x0) * g->in_c + lead, mid);
+        pockmcu_mve_fill_s8(dst + lead + mid, g->zp, row - lead - mid);
     }
 }
 
@@ -175,6 +197,194 @@ POCKMCU_MVE_INLINE void pockmcu_mve_conv_store(int32x4_t v,
     vstrbq_scatter_offset_p_s32(out, out_offsets, v, store);
 }
 
+/* Everything one block of four output channels needs, read by the assembly below at fixed offsets. Rows past
+ * the layer's last channel repeat the block's first row (their results are not stored). */
+typedef struct
+{
+    const int8_t *w[4]; /*  0: the four weight rows */
+    int32_t pre[4];     /* 16: bias + input_offset * sum(w) */
+    int32_t mult[4];    /* 32: multipliers */
+    int32_t left[4];    /* 48: max(shift, 0) */
+    int32_t right[4];   /* 64: min(shift, 0) */
+    int32_t kk;         /* 80: bytes per weight row */
+} pockmcu_mve_conv_blk;
+
+/* The four output channels of block k for the receptive field row, requantized, + output_offset, clamped.
+ * Dot products: one tail-predicated low-overhead loop (DLSTP / LETP: the last iteration loads and accumulates
+ * only the kk % 16 remaining bytes), 16-byte VMLADAVA into four general registers that start at pre (even
+ * numbered, as the instruction requires: r0, r2, r4, r6, named in the assembly). Requantization as in
+ * pockmcu_mve_requantize_lr (the left shift left out when no channel of the block array shifts left). */
+    #define POCKMCU_MVE_CONV_DOT_ASM                                                                                   \
+        "ldrd %[w0], %[w1], [%[k]]\n\t"                                                                                \
+        "ldrd %[w2], %[w3], [%[k], #8]\n\t"                                                                            \
+        "ldrd r0, r2, [%[k], #16]\n\t"                                                                                 \
+        "ldrd r4, r6, [%[k], #24]\n\t"                                                                                 \
+        "ldr %[x], [%[k], #80]\n\t"                                                                                    \
+        "dlstp.8 lr, %[x]\n\t"                                                                                         \
+        "mov %[x], %[row]\n"                                                                                           \
+        "1:\n\t"                                                                                                       \
+        "vldrb.8 %q[xv], [%[x]], #16\n\t"                                                                              \
+        "vldrb.8 %q[wv], [%[w0]], #16\n\t"                                                                             \
+        "vmladava.s8 r0, %q[xv], %q[wv]\n\t"                                                                           \
+        "vldrb.8 %q[wv], [%[w1]], #16\n\t"                                                                             \
+        "vmladava.s8 r2, %q[xv], %q[wv]\n\t"                                                                           \
+        "vldrb.8 %q[wv], [%[w2]], #16\n\t"                                                                             \
+        "vmladava.s8 r4, %q[xv], %q[wv]\n\t"                                                                           \
+        "vldrb.8 %q[wv], [%[w3]], #16\n\t"                                                                             \
+        "vmladava.s8 r6, %q[xv], %q[wv]\n\t"                                                                           \
+        "letp lr, 1b\n\t"                                                                                              \
+        "vmov %q[v][2], %q[v][0], r0, r4\n\t"                                                                          \
+        "vmov %q[v][3], %q[v][1], r2, r6\n\t"
+    #define POCKMCU_MVE_CONV_LEFT_ASM                                                                                  \
+        "vldrw.32 %q[wv], [%[k], #48]\n\t"                                                                             \
+        "vshl.s32 %q[v], %q[v], %q[wv]\n\t"
+    #define POCKMCU_MVE_CONV_RQ_ASM                                                                                    \
+        "vldrw.32 %q[wv], [%[k], #32]\n\t"                                                                             \
+        "vqrdmulh.s32 %q[v], %q[v], %q[wv]\n\t"                                                                        \
+        "vldrw.32 %q[wv], [%[k], #64]\n\t"                                                                             \
+        "vand %q[xv], %q[v], %q[wv]\n\t"                                                                               \
+        "vshr.s32 %q[xv], %q[xv], #31\n\t"                                                                             \
+        "vqadd.s32 %q[v], %q[v], %q[xv]\n\t"                                                                           \
+        "vrshl.s32 %q[v], %q[v], %q[wv]\n\t"                                                                           \
+        "vadd.i32 %q[v], %q[v], %q[oo]\n\t"                                                                            \
+        "vmax.s32 %q[v], %q[v], %q[lo]\n\t"                                                                            \
+        "vmin.s32 %q[v], %q[v], %q[hi]"
+    #define POCKMCU_MVE_CONV_OPERANDS                                                                                  \
+        [v] "=&w"(v), [xv] "=&w"(xv), [wv] "=&w"(wv), [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2),   \
+            [w3] "=&r"(w3)
+    #define POCKMCU_MVE_CONV_INPUTS [k] "r"(k), [row] "r"(row), [oo] "w"(oo), [lo] "w"(lo), [hi] "w"(hi)
+
+POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_conv_4oc(const pockmcu_mve_conv_blk *k,
+                                                  const int8_t *row,
+                                                  const int32_t left,
+                                                  int32x4_t oo,
+                                                  int32x4_t lo,
+                                                  int32x4_t hi)
+{
+    int32x4_t v;
+    int8x16_t xv, wv;
+    const int8_t *x, *w0, *w1, *w2, *w3;
+    if (left)
+    {
+        __asm__(POCKMCU_MVE_CONV_DOT_ASM POCKMCU_MVE_CONV_LEFT_ASM POCKMCU_MVE_CONV_RQ_ASM
+                : POCKMCU_MVE_CONV_OPERANDS
+                : POCKMCU_MVE_CONV_INPUTS
+                : "r0", "r2", "r4", "r6", "lr", "memory");
+    }
+    else
+    {
+        __asm__(POCKMCU_MVE_CONV_DOT_ASM POCKMCU_MVE_CONV_RQ_ASM
+                : POCKMCU_MVE_CONV_OPERANDS
+                : POCKMCU_MVE_CONV_INPUTS
+                : "r0", "r2", "r4", "r6", "lr", "memory");
+    }
+    return v;
+}
+
+    #define POCKMCU_MVE_PX_OCB 64 /* output channels per pockmcu_mve_conv_blk array (1344 bytes of stack) */
+
+/* The no output channels of blocks blk[0 ..] of one pixel whose receptive field is row, stored contiguously at
+ * out. Kept out of line: inlined into the pixel loop, GCC 12 finds no registers for the assembly. */
+static __attribute__((noinline)) void pockmcu_mve_conv_pixel(const pockmcu_mve_conv_blk *blk,
+                                                              int32_t no,
+                                                              const int32_t left,
+                                                              const int8_t *row,
+                                                              int8_t *out,
+                                                              const cmsis_nn_conv_params *prm)
+{
+    const int32x4_t oo = vdupq_n_s32(prm->output_offset);
+    const int32x4_t lo = vdupq_n_s32(prm->activation.min);
+    const int32x4_t hi = vdupq_n_s32(prm->activation.max);
+    for (; no >= 4; no -= 4, blk++, out += 4)
+    {
+        vstrbq_s32(out, pockmcu_mve_conv_4oc(blk, row, left, oo, lo, hi));
+    }
+    if (no > 0)
+    {
+        vstrbq_p_s32(out, pockmcu_mve_conv_4oc(blk, row, left, oo, lo, hi), vctp32q((uint32_t)no));
+    }
+}
+
+/* One output pixel at a time: its receptive field read in place (a contiguous run of the input: 1xK filters with
+ * dilation 1 or K = 1, inside the image) or gathered once into col (kk <= 4 * POCKMCU_MVE_KCHUNK bytes), then
+ * pockmcu_mve_conv_pixel for each block of POCKMCU_MVE_PX_OCB output channels. */
+static void pockmcu_convolve_mve_px(const cmsis_nn_conv_params *conv_params,
+                                    const cmsis_nn_per_channel_quant_params *quant_params,
+                                    const cmsis_nn_dims *input_dims,
+                                    const int8_t *input_data,
+                                    const cmsis_nn_dims *filter_dims,
+                                    const int8_t *filter_data,
+                                    const int32_t *bias_data,
+                                    const cmsis_nn_dims *output_dims,
+                                    int8_t *output_data)
+{
+    const int32_t out_c = output_dims->c;
+    const int32_t out_w = output_dims->w;
+    const int32_t n_pix = output_dims->h * out_w;
+    const int32_t kk = filter_dims->h * filter_dims->w * filter_dims->c;
+    const int32_t direct = filter_dims->h == 1 && (conv_params->dilation.w == 1 || filter_dims->w == 1);
+    pockmcu_mve_conv_geom g;
+    pockmcu_mve_conv_blk blk[POCKMCU_MVE_PX_OCB / 4];
+    int8_t col[4 * POCKMCU_MVE_KCHUNK];
+    int32_t b, p, oc0, j;
+
+    g.in_h = input_dims->h;
+    g.in_w = input_dims->w;
+    g.in_c = input_dims->c;
+    g.k_h = filter_dims->h;
+    g.k_w = filter_dims->w;
+    g.k_c = filter_dims->c;
+    g.dil_h = conv_params->dilation.h;
+    g.dil_w = conv_params->dilation.w;
+    g.zp = vdupq_n_s8((int8_t)-conv_params->input_offset);
+
+    for (oc0 = 0; oc0 < out_c; oc0 += POCKMCU_MVE_PX_OCB)
+    {
+        const int32_t nb = pockmcu_min_i32(POCKMCU_MVE_PX_OCB, out_c - oc0);
+        int32_t left = 0;
+        for (j = 0; j < (nb + 3) / 4 * 4; j++)
+        {
+            pockmcu_mve_conv_blk *k = &blk[j >> 2];
+            const int32_t oc = oc0 + (j < nb ? j : j & ~3); /* missing channels repeat the block's first */
+            const int32_t sh = quant_params->shift[oc];
+            k->w[j & 3] = filter_data + oc * kk;
+            k->pre[j & 3] = pockmcu_mve_conv_pre(
+                filter_data + oc * kk, kk, conv_params->input_offset, bias_data != NULL ? bias_data + oc : NULL);
+            k->mult[j & 3] = quant_params->multiplier[oc];
+            k->left[j & 3] = sh > 0 ? sh : 0;
+            k->right[j & 3] = sh > 0 ? 0 : sh;
+            k->kk = kk;
+            left |= sh > 0;
+        }
+        for (b = 0; b < input_dims->n; b++)
+        {
+            int8_t *out = output_data + b * n_pix * out_c + oc0;
+            g.in = input_data + b * g.in_h * g.in_w * g.in_c;
+            for (p = 0; p < n_pix; p++, out += out_c)
+            {
+                const int32_t oy = p / out_w;
+                pockmcu_mve_origin org;
+                const int8_t *row = col;
+                org.y0 = oy * conv_params->stride.h - conv_params->padding.h;
+                org.x0 = (p - oy * out_w) * conv_params->stride.w - conv_params->padding.w;
+                if (direct && org.y0 >= 0 && org.y0 < g.in_h && org.x0 >= 0 && org.x0 + g.k_w <= g.in_w)
+                {
+                    row = g.in + (org.y0 * g.in_w + org.x0) * g.in_c;
+                }
+                else if (g.dil_w == 1 && g.k_c == g.in_c)
+                {
+                    pockmcu_mve_gather_rows(&g, org, col);
+                }
+                else
+                {
+                    pockmcu_mve_gather(&g, org, 0, kk, col);
+                }
+                pockmcu_mve_conv_pixel(blk, nb, left, row, out, conv_params);
+            }
+        }
+    }
+}
+
 static arm_cmsis_nn_status pockmcu_convolve_mve(const cmsis_nn_conv_params *conv_params,
                                                 const cmsis_nn_per_channel_quant_params *quant_params,
                                                 const cmsis_nn_dims *input_dims,
@@ -200,6 +410,7 @@ static arm_cmsis_nn_status pockmcu_convolve_mve(const cmsis_nn_conv_params *conv
     g.in_h = input_dims->h;
     g.in_w = input_dims->w;
     g.in_c = input_dims->c;
+    g.k_h = filter_dims->h;
     g.k_w = filter_dims->w;
     g.k_c = filter_dims->c;
     g.dil_h = conv_params->dilation.h;
@@ -329,8 +540,27 @@ arm_cmsis_nn_status pockmcu_convolve_mve_s8(const cmsis_nn_context *ctx,
     if (filter_dims->c == input_dims->c && input_dims->c > 0 && conv_params->stride.h >= 1 &&
         conv_params->stride.w >= 1 && conv_params->dilation.h >= 1 && conv_params->dilation.w >= 1)
     {
+        const int32_t kk = filter_dims->h * filter_dims->w * filter_dims->c;
         (void)ctx;
         (void)bias_dims;
+        if (kk <= 4 * POCKMCU_MVE_KCHUNK ||
+            (filter_dims->h == 1 && (conv_params->dilation.w == 1 || filter_dims->w == 1)))
+        {
+            /* (wider receptive fields of 1xK filters are gathered by the chunked path when they leave the image) */
+            if (kk <= 4 * POCKMCU_MVE_KCHUNK)
+            {
+                pockmcu_convolve_mve_px(conv_params,
+                                        quant_params,
+                                        input_dims,
+                                        input_data,
+                                        filter_dims,
+                                        filter_data,
+                                        bias_data,
+                                        output_dims,
+                                        output_data);
+                return ARM_CMSIS_NN_SUCCESS;
+            }
+        }
         return pockmcu_convolve_mve(conv_params,
                                     quant_params,
                                     input_dims,
