@@ -3,16 +3,18 @@
  * CMSIS-NN API and bytes of arm_depthwise_conv_wrapper_s8 (TFLM DepthwiseConvPerChannel, double
  * rounding requantization).
  *
- * On a core with integer MVE: eight output channels in int16 lanes (widening byte loads; with ch_mult > 1
- * a gather of the input channels oc / ch_mult), products widened by VMULLB / VMULLT into even / odd int32
- * accumulators, channel groups outermost so that the
- * sum of each channel's weights and its requantization vectors are formed once per group. Every output
- * pixel starts from bias + input_offset * sum(w) over all taps; an in-image tap adds x * w, a tap outside
- * the image adds zp * w (it reads the input zero point: (zp + input_offset) * w = 0 in total), which is
- * the portable sum in wrapping int32 arithmetic. The 3x3 interior is unrolled (inline assembly for ch_mult 1); the last
- * out_c % 8 channels run scalar code with the portable loops' arithmetic. Requantization
- * per lane (pockmcu_nn_support_mve.h: the same bits as pockmcu_requantize). No scratch buffer
- * (pockmcu_depthwise_conv_mve_s8_get_buffer_size returns 0).
+ * On a core with integer MVE, channel multiplier 1 (any filter size, stride, dilation, padding, channel count
+ * whose k_h rows of (k_w - 1) * dilation.w + 1 slots fit 64 slots and k_h * k_w <= 64 taps): groups of 16
+ * channels; for each output row segment the k_h input rows under it are copied into zero-point padded 16-byte
+ * slots (1 KB of stack) and the group's weights packed [tap][16] (1 KB), so every tap of every pixel, border or
+ * not, is a widening load at an immediate offset (3x3 filters: one inline assembly block of 9 taps per pixel),
+ * VMULLB / VMULLT into four int32 accumulators that start at bias + input_offset * sum(w) (an out-of-image tap
+ * reads the zero point: (zp + input_offset) * w = 0, so the sum is the portable one in wrapping int32), and a
+ * requantization per lane with a saturating narrow (assembly). The last group of fewer than 16 channels runs the
+ * same code with zero lanes and a predicated store. Other geometries (ch_mult > 1, very large filters): eight
+ * output channels in int16 lanes (a gather of the input channels oc / ch_mult), the last out_c % 8 channels
+ * scalar code with the portable loops' arithmetic. Requantization: the same bits as pockmcu_requantize
+ * (pockmcu_nn_support_mve.h). No scratch buffer (pockmcu_depthwise_conv_mve_s8_get_buffer_size returns 0).
  *
  * Elsewhere (cores without MVE, the host simulation) this function is the portable kernel: it runs
  * pockmcu_depthwise_conv_s8_loops exactly as arm_depthwise_conv_wrapper_s8 does. The MVE path produces the
@@ -178,14 +180,10 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_group(const cmsis_nn_dw_conv_params *prm,
 /* -- ch_mult 1: sixteen channels per output pixel ------------------------------------------------------------
  * Two int16 vectors of eight channels each for the input and the weights (widening byte loads at offsets 0 and
  * 8 of one pointer); VMULLB / VMULLT put the products of the even and odd lanes into four int32 accumulators
- * (e0: channels 0, 2, 4, 6; o0: 1, 3, 5, 7; e1: 8, 10, 12, 14; o1: 9, 11, 13, 15). Every pixel starts from
- * init = bias + input_offset * (sum of the weights over all taps); a tap outside the image then adds zp * w
- * (zp = -input_offset), so that in total it adds nothing, as in the portable sum. Requantization per lane,
+ * (e0: channels 0, 2, 4, 6; o0: 1, 3, 5, 7; e1: 8, 10, 12, 14; o1: 9, 11, 13, 15). Requantization per lane,
  * + output_offset in int32, then a saturating narrow to int16 (VQMOVNB / VQMOVNT, which interleaves the even
  * and odd lanes back into channel order) and the clamp on eight int16 lanes: the clamp bounds lie inside int16,
- * so saturating first changes nothing. GCC 12 spills the vectors of these sequences, so the tap and the
- * requantization of full groups are inline assembly; the last group of fewer than 16 channels uses
- * predicated loads and stores (intrinsics). */
+ * so saturating first changes nothing. GCC 12 spills the vectors of these sequences: they are inline assembly. */
 
 /* The per-channel constants of one group of 16 channels, in accumulator lane order (e0, o0, e1, o1), at the
  * byte offsets the assembly below uses: init 0, mult 64, left 128, right 192, clamp bounds (int16) 256, 272. */
@@ -194,12 +192,6 @@ typedef struct
     int32_t init[16], mult[16], left[16], right[16];
     int16_t act_min[8], act_max[8];
 } pockmcu_mve_dw16_consts;
-
-/* Eight channels at p (tail: lanes of predicate pr only, the rest 0). */
-POCKMCU_MVE_INLINE int16x8_t pockmcu_mve_dw16_ld(const int8_t *p, mve_pred16_t pr, const int32_t tail)
-{
-    return tail ? vldrbq_z_s16(p, pr) : vldrbq_s16(p);
-}
 
     #define POCKMCU_MVE_DW16_MUL(xv, wv, e, o)                                                                         \
         do                                                                                                             \
@@ -228,25 +220,6 @@ POCKMCU_MVE_INLINE int16x8_t pockmcu_mve_dw16_ld(const int8_t *p, mve_pred16_t p
     #define POCKMCU_MVE_DW16_TAP_OPERANDS                                                                              \
         [e0] "+w"(e0), [o0] "+w"(o0), [e1] "+w"(e1), [o1] "+w"(o1), [x] "=&w"(xv), [w] "=&w"(wv), [t] "=&w"(tv),       \
             [p] "+l"(p), [q] "+l"(q)
-
-/* acc += x * w over the 16 channels at xp, wp (full group: assembly; tail: predicated intrinsics). */
-    #define POCKMCU_MVE_DW16_MAC(xp, wp)                                                                               \
-        do                                                                                                             \
-        {                                                                                                              \
-            const int8_t *p = (xp);                                                                                    \
-            const int8_t *q = (wp);                                                                                    \
-            if (tail)                                                                                                  \
-            {                                                                                                          \
-                POCKMCU_MVE_DW16_MUL(pockmcu_mve_dw16_ld(p, p0, 1), pockmcu_mve_dw16_ld(q, p0, 1), e0, o0);            \
-                POCKMCU_MVE_DW16_MUL(pockmcu_mve_dw16_ld(p + 8, p1, 1), pockmcu_mve_dw16_ld(q + 8, p1, 1), e1, o1);    \
-            }                                                                                                          \
-            else                                                                                                       \
-            {                                                                                                          \
-                int16x8_t xv, wv;                                                                                      \
-                int32x4_t tv;                                                                                          \
-                __asm__(POCKMCU_MVE_DW16_TAP_ASM : POCKMCU_MVE_DW16_TAP_OPERANDS : : "memory");                        \
-            }                                                                                                          \
-        } while (0)
 
 /* Requantization of accumulator a with the constants at [k, #mult], [k, #left], [k, #right] (t, u: scratch). */
     #define POCKMCU_MVE_DW16_RQ_ASM(a, mult, left, right)                                                              \
@@ -325,143 +298,6 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw16_store(int32x4_t e0,
     {
         vstrbq_s16(out, vreinterpretq_s16_s32(e0));
         vstrbq_s16(out + 8, vreinterpretq_s16_s32(e1));
-    }
-}
-
-/* Output channels [c0, c0 + 16) (tail 0) or [c0, out_c) with out_c - c0 < 16 (tail 1), every output pixel;
- * left: some channel of the group has a positive shift. */
-POCKMCU_MVE_INLINE void pockmcu_mve_dw16_group(const cmsis_nn_dw_conv_params *prm,
-                                               const cmsis_nn_dims *input_dims,
-                                               const int8_t *input_data,
-                                               const cmsis_nn_dims *filter_dims,
-                                               const int8_t *filter_data,
-                                               const cmsis_nn_dims *output_dims,
-                                               int8_t *output_data,
-                                               const int32_t c0,
-                                               const pockmcu_mve_dw16_consts *k,
-                                               const int32_t left,
-                                               const int32_t tail)
-{
-    const int32_t in_h = input_dims->h;
-    const int32_t in_w = input_dims->w;
-    const int32_t in_c = input_dims->c;
-    const int32_t out_h = output_dims->h;
-    const int32_t out_w = output_dims->w;
-    const int32_t out_c = output_dims->c;
-    const int32_t k_h = filter_dims->h;
-    const int32_t k_w = filter_dims->w;
-    const int32_t dil_h = prm->dilation.h;
-    const int32_t dil_w = prm->dilation.w;
-    const int32_t fast3 = !tail && k_h == 3 && k_w == 3 && dil_h == 1 && dil_w == 1;
-    const int32_t n = tail ? out_c - c0 : 16;
-    const mve_pred16_t p0 = vctp16q((uint32_t)n);
-    const mve_pred16_t p1 = vctp16q((uint32_t)pockmcu_max_i32(n - 8, 0));
-    const int8_t *w_grp = filter_data + c0;
-    const int32_t row_bytes = in_w * in_c;
-    int8_t zp_row[16] __attribute__((aligned(16)));
-    int32_t b, oy, ox, t;
-
-    vstrbq_s8(zp_row, vdupq_n_s8((int8_t)-prm->input_offset));
-
-    for (b = 0; b < input_dims->n; b++)
-    {
-        const int8_t *in_batch = input_data + b * in_h * row_bytes + c0;
-        int8_t *out = output_data + b * out_h * out_w * out_c + c0;
-        for (oy = 0; oy < out_h; oy++)
-        {
-            const int32_t in_y0 = oy * prm->stride.h - prm->padding.h;
-            const int32_t ky0 = pockmcu_window_start(in_y0, dil_h);
-            const int32_t ky1 = pockmcu_window_end(in_y0, dil_h, in_h, k_h);
-            for (ox = 0; ox < out_w; ox++, out += out_c)
-            {
-                const int32_t in_x0 = ox * prm->stride.w - prm->padding.w;
-                int32x4_t e0 = vldrwq_s32(k->init);
-                int32x4_t o0 = vldrwq_s32(k->init + 4);
-                int32x4_t e1 = vldrwq_s32(k->init + 8);
-                int32x4_t o1 = vldrwq_s32(k->init + 12);
-                if (fast3 && ky1 - ky0 == 3 && in_x0 >= 0 && in_x0 + 3 <= in_w)
-                {
-                    /* all nine taps inside: one kernel row per statement */
-                    const int8_t *xp = in_batch + (in_y0 * in_w + in_x0) * in_c;
-                    const int8_t *wp = w_grp;
-                    for (t = 0; t < 3; t++)
-                    {
-                        const int8_t *p = xp;
-                        const int8_t *q = wp;
-                        int16x8_t xv, wv;
-                        int32x4_t tv;
-                        __asm__(POCKMCU_MVE_DW16_TAP_ASM "add %[p], %[p], %[ic]\n\t"
-                                                         "add %[q], %[q], %[oc]\n\t" POCKMCU_MVE_DW16_TAP_ASM
-                                                         "add %[p], %[p], %[ic]\n\t"
-                                                         "add %[q], %[q], %[oc]\n\t" POCKMCU_MVE_DW16_TAP_ASM
-                                : POCKMCU_MVE_DW16_TAP_OPERANDS
-                                : [ic] "r"(in_c), [oc] "r"(out_c)
-                                : "memory");
-                        xp += row_bytes;
-                        wp += 3 * out_c;
-                    }
-                }
-                else if (!tail)
-                {
-                    /* a tap outside the image reads the input zero point (zp_row): zp * w cancels its share of
-                     * init, as in the portable sum */
-                    const int8_t *q = w_grp;
-                    int32_t ky, kx;
-                    for (ky = 0; ky < k_h; ky++)
-                    {
-                        const int32_t iy = in_y0 + ky * dil_h;
-                        const int8_t *row = (uint32_t)iy < (uint32_t)in_h ? in_batch + iy * row_bytes : NULL;
-                        for (kx = 0; kx < k_w; kx++)
-                        {
-                            const int32_t ix = in_x0 + kx * dil_w;
-                            const int8_t *p = row != NULL && (uint32_t)ix < (uint32_t)in_w ? row + ix * in_c : zp_row;
-                            int16x8_t xv, wv;
-                            int32x4_t tv;
-                            __asm__(POCKMCU_MVE_DW16_TAP_ASM "add %[q], %[q], %[oc]\n\t"
-                                    : POCKMCU_MVE_DW16_TAP_OPERANDS
-                                    : [oc] "r"(out_c)
-                                    : "memory");
-                        }
-                    }
-                }
-                else
-                {
-                    const int32_t kx0 = pockmcu_window_start(in_x0, dil_w);
-                    const int32_t kx1 = pockmcu_window_end(in_x0, dil_w, in_w, k_w);
-                    int32_t ky, kx;
-                    for (ky = ky0; ky < ky1; ky++)
-                    {
-                        const int8_t *xp = in_batch + ((in_y0 + ky * dil_h) * in_w + in_x0 + kx0 * dil_w) * in_c;
-                        const int8_t *wp = w_grp + (ky * k_w + kx0) * out_c;
-                        for (kx = kx0; kx < kx1; kx++)
-                        {
-                            POCKMCU_MVE_DW16_MAC(xp, wp);
-                            xp += dil_w * in_c;
-                            wp += out_c;
-                        }
-                    }
-                    if (ky0 > 0 || ky1 < k_h || kx0 > 0 || kx1 < k_w)
-                    {
-                        /* the taps outside the image: + zp * w cancels their share of init */
-                        const int16x8_t zp = vdupq_n_s16((int16_t)-prm->input_offset);
-                        const int8_t *wp = w_grp;
-                        for (ky = 0; ky < k_h; ky++)
-                        {
-                            const int32_t row_in = ky >= ky0 && ky < ky1;
-                            for (kx = 0; kx < k_w; kx++, wp += out_c)
-                            {
-                                if (!(row_in && kx >= kx0 && kx < kx1))
-                                {
-                                    POCKMCU_MVE_DW16_MUL(pockmcu_mve_dw16_ld(wp, p0, tail), zp, e0, o0);
-                                    POCKMCU_MVE_DW16_MUL(pockmcu_mve_dw16_ld(wp + 8, p1, tail), zp, e1, o1);
-                                }
-                            }
-                        }
-                    }
-                }
-                pockmcu_mve_dw16_store(e0, o0, e1, o1, k, prm->output_offset, left, out, p0, p1, tail);
-            }
-        }
     }
 }
 
@@ -714,26 +550,8 @@ static void pockmcu_mve_dw_mult1(const cmsis_nn_dw_conv_params *prm,
         const int32_t n = pockmcu_min_i32(16, out_c - c0);
         const int32_t left =
             pockmcu_mve_dw16_consts_of(prm, quant_params, filter_dims, filter_data, bias_data, out_c, c0, n, &k);
-        if (pockmcu_mve_dw_lines_fit(prm, filter_dims))
-        {
-            pockmcu_mve_dw_lines_group(
-                prm, input_dims, input_data, filter_dims, filter_data, output_dims, output_data, c0, n, &k, left);
-        }
-        else if (n < 16)
-        {
-            pockmcu_mve_dw16_group(
-                prm, input_dims, input_data, filter_dims, filter_data, output_dims, output_data, c0, &k, left, 1);
-        }
-        else if (left)
-        {
-            pockmcu_mve_dw16_group(
-                prm, input_dims, input_data, filter_dims, filter_data, output_dims, output_data, c0, &k, 1, 0);
-        }
-        else
-        {
-            pockmcu_mve_dw16_group(
-                prm, input_dims, input_data, filter_dims, filter_data, output_dims, output_data, c0, &k, 0, 0);
-        }
+        pockmcu_mve_dw_lines_group(
+            prm, input_dims, input_data, filter_dims, filter_data, output_dims, output_data, c0, n, &k, left);
     }
 }
 
@@ -847,7 +665,7 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_mve_s8(const cmsis_nn_context *ctx,
         int32_t oc0;
         (void)ctx;
         (void)bias_dims;
-        if (ch_mult == 1)
+        if (ch_mult == 1 && pockmcu_mve_dw_lines_fit(dw_conv_params, filter_dims))
         {
             pockmcu_mve_dw_mult1(dw_conv_params, quant_params, input_dims, input_data, filter_dims, filter_data,
                                  bias_data, output_dims, output_data);
