@@ -137,8 +137,8 @@ static uint32_t run_cases(const uint8_t *p, const uint8_t *end, uint8_t *out)
 
 QEMU_MAIN = RUN_C + r"""
 #include "semihost.h"
-static uint8_t cases[368 * 1024];
-static uint8_t outs[96 * 1024];
+static uint8_t cases[376 * 1024];
+static uint8_t outs[88 * 1024];
 
 int main(void)
 {
@@ -174,7 +174,7 @@ int main(int argc, char **argv)
     n = ftell(f);
     fseek(f, 0, SEEK_SET);
     cases = malloc((size_t)n);
-    outs = malloc(96 * 1024);
+    outs = malloc(88 * 1024);
     if (!cases || !outs || fread(cases, 1, (size_t)n, f) != (size_t)n) return 2;
     fclose(f);
     size = run_cases(cases, cases + n, outs);
@@ -203,8 +203,8 @@ def _quant(rng, out_c, extreme):
     return mult.astype(np.int64), shift.astype(np.int64)
 
 
-def make_case(rng, kind: str, i: int) -> tuple[dict, bytes]:
-    """One random case: its parameters and its record for the C program."""
+def make_case(rng, kind: str, i: int, big: dict | None = None) -> tuple[dict, bytes]:
+    """One random case: its parameters and its record for the C program (big: a fixed geometry, see BIG)."""
     extreme = i % 5 == 0
     batches = int(rng.integers(1, 3)) if i % 4 == 0 else 1
     h = dict(kind=KINDS.index(kind), n=batches, ch_mult=1, filter_offset=0, dil_h=1, dil_w=1, stride_h=1,
@@ -219,6 +219,10 @@ def make_case(rng, kind: str, i: int) -> tuple[dict, bytes]:
             in_h, in_w = (int(rng.integers(1, 11)) for _ in range(2))
             in_h, in_w = min(in_h, 3 + 5 * (i % 3 == 1)), min(in_w, 4 + 4 * (i % 3 == 1))
             mode = rng.choice(["valid", "same", "asym"])
+            if big is not None:
+                k_h, k_w, s_h, s_w, d_h, d_w, in_h, in_w = (big[k] for k in ("k", "k", "s", "s", "d", "d", "h", "w"))
+                k_h, k_w = big.get("kh", k_h), big.get("kw", k_w)
+                mode = big["mode"]
             pads = []
             for n_in, k, s, d in ((in_h, k_h, s_h, d_h), (in_w, k_w, s_w, d_w)):
                 eff = d * (k - 1) + 1
@@ -235,14 +239,16 @@ def make_case(rng, kind: str, i: int) -> tuple[dict, bytes]:
             if out_h >= 1 and out_w >= 1:
                 break
         if kind == "conv":
-            in_c = int(rng.integers(1, 68))
+            in_c = int(rng.integers(1, 68)) if big is None else big["c"]
             # the whole file must fit the QEMU program's buffer: at most ~1.4 KB of weights per case
-            out_c = max(1, min(int(rng.integers(1, 68)), 1400 // (k_h * k_w * in_c)))
+            out_c = max(1, min(int(rng.integers(1, 68)), 1400 // (k_h * k_w * in_c))) if big is None else big["oc"]
             k_c = in_c
             filt_shape = (out_c, k_h, k_w, in_c)
         else:
             in_c = int(rng.integers(1, 68)) // (1 if i % 3 else 3) or 1
             ch_mult = int(rng.integers(1, 4)) if i % 3 == 0 else 1
+            if big is not None:
+                in_c, ch_mult = big["c"], big.get("m", 1)
             out_c = in_c * ch_mult
             k_c = out_c
             h["ch_mult"] = ch_mult
@@ -285,6 +291,24 @@ def make_case(rng, kind: str, i: int) -> tuple[dict, bytes]:
     return h, rec
 
 
+# Fixed larger geometries for the Helium paths the small random ones reach rarely: depthwise rows wider than
+# one padded-line segment (3x3 and general filters, strides, dilation), full and partial 16-channel groups;
+# convolutions with receptive fields beyond the 512-byte gather block (the chunked path), 1x1 layers with
+# more than 64 output channels (several channel blocks) and 1xK rows read in place.
+BIG = [
+    ("depthwise", dict(k=3, s=1, d=1, h=3, w=40, c=35, mode="same")),
+    ("depthwise", dict(k=3, s=2, d=1, h=5, w=45, c=16, mode="same")),
+    ("depthwise", dict(k=5, s=1, d=2, h=5, w=30, c=21, mode="asym")),
+    ("depthwise", dict(k=3, kh=2, kw=7, s=3, d=1, h=5, w=50, c=9, mode="valid")),
+    ("depthwise", dict(k=3, s=1, d=1, h=3, w=9, c=67, mode="same")),
+    ("depthwise", dict(k=9, s=1, d=1, h=9, w=9, c=5, mode="same")),
+    ("conv", dict(k=3, s=1, d=1, h=4, w=5, c=67, oc=3, mode="same")),
+    ("conv", dict(k=1, s=1, d=1, h=3, w=5, c=12, oc=70, mode="valid")),
+    ("conv", dict(k=3, kh=1, kw=5, s=1, d=1, h=2, w=9, c=7, oc=9, mode="same")),
+    ("conv", dict(k=3, s=2, d=2, h=7, w=7, c=5, oc=6, mode="asym")),
+]
+
+
 def all_cases(seed: int = 13, per_kind: int = 64):
     rng = np.random.default_rng(seed)
     cases, blob = [], b""
@@ -293,6 +317,10 @@ def all_cases(seed: int = 13, per_kind: int = 64):
             h, rec = make_case(rng, kind, i)
             cases.append((kind, h))
             blob += rec
+    for j, (kind, big) in enumerate(BIG):
+        h, rec = make_case(rng, kind, 1 + 5 * (j % 2), big)   # every other one with extreme values
+        cases.append((kind, h))
+        blob += rec
     return cases, blob
 
 
@@ -317,8 +345,8 @@ def check(cases, out: bytes, where: str, mve: bool) -> None:
 
 def test_cases_cover_the_brief():
     cases, blob = all_cases()
-    assert len(blob) < 368 * 1024 and sum(2 * (h["n"] * h["out_h"] * h["out_w"] * h["out_c"] + 20) + 12
-                                          for k, h in cases) < 96 * 1024
+    assert len(blob) < 376 * 1024 and sum(2 * (h["n"] * h["out_h"] * h["out_w"] * h["out_c"] + 20) + 12
+                                          for k, h in cases) < 88 * 1024
     hs = [h for k, h in cases if k in ("conv", "depthwise")]
     assert {h["k_h"] for h in hs} >= set(range(1, 8)) and {h["stride_w"] for h in hs} >= {1, 2, 3}
     assert {h["dil_h"] for h in hs} >= {1, 2, 3} and {h["ch_mult"] for h in hs} >= {1, 2, 3}
