@@ -250,7 +250,7 @@ typedef struct
         "vmax.s32 %q[v], %q[v], %q[lo]\n\t"                                                                            \
         "vmin.s32 %q[v], %q[v], %q[hi]"
     #define POCKMCU_MVE_CONV_OPERANDS                                                                                  \
-        [v] "=&w"(v), [xv] "=&w"(xv), [wv] "=&w"(wv), [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2),   \
+        [v] "=&w"(v), [xv] "=&w"(xv), [wv] "=&w"(wv), [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2),    \
             [w3] "=&r"(w3)
     #define POCKMCU_MVE_CONV_INPUTS [k] "r"(k), [row] "r"(row), [oo] "w"(oo), [lo] "w"(lo), [hi] "w"(hi)
 
@@ -266,16 +266,13 @@ POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_conv_4oc(const pockmcu_mve_conv_blk *k,
     const int8_t *x, *w0, *w1, *w2, *w3;
     if (left)
     {
-        __asm__(POCKMCU_MVE_CONV_DOT_ASM POCKMCU_MVE_CONV_LEFT_ASM POCKMCU_MVE_CONV_RQ_ASM
-                : POCKMCU_MVE_CONV_OPERANDS
-                : POCKMCU_MVE_CONV_INPUTS
+        __asm__(POCKMCU_MVE_CONV_DOT_ASM POCKMCU_MVE_CONV_LEFT_ASM POCKMCU_MVE_CONV_RQ_ASM:POCKMCU_MVE_CONV_OPERANDS
+:POCKMCU_MVE_CONV_INPUTS
                 : "r0", "r2", "r4", "r6", "lr", "memory");
     }
     else
     {
-        __asm__(POCKMCU_MVE_CONV_DOT_ASM POCKMCU_MVE_CONV_RQ_ASM
-                : POCKMCU_MVE_CONV_OPERANDS
-                : POCKMCU_MVE_CONV_INPUTS
+        __asm__(POCKMCU_MVE_CONV_DOT_ASM POCKMCU_MVE_CONV_RQ_ASM:POCKMCU_MVE_CONV_OPERANDS:POCKMCU_MVE_CONV_INPUTS
                 : "r0", "r2", "r4", "r6", "lr", "memory");
     }
     return v;
@@ -286,11 +283,11 @@ POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_conv_4oc(const pockmcu_mve_conv_blk *k,
 /* The no output channels of blocks blk[0 ..] of one pixel whose receptive field is row, stored contiguously at
  * out. Kept out of line: inlined into the pixel loop, GCC 12 finds no registers for the assembly. */
 static __attribute__((noinline)) void pockmcu_mve_conv_pixel(const pockmcu_mve_conv_blk *blk,
-                                                              int32_t no,
-                                                              const int32_t left,
-                                                              const int8_t *row,
-                                                              int8_t *out,
-                                                              const cmsis_nn_conv_params *prm)
+                                                             int32_t no,
+                                                             const int32_t left,
+                                                             const int8_t *row,
+                                                             int8_t *out,
+                                                             const cmsis_nn_conv_params *prm)
 {
     const int32x4_t oo = vdupq_n_s32(prm->output_offset);
     const int32x4_t lo = vdupq_n_s32(prm->activation.min);

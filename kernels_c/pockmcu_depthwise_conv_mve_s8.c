@@ -139,8 +139,7 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_group(const cmsis_nn_dw_conv_params *prm,
                     {
                         POCKMCU_MVE_DW_MAC(vldrbq_gather_offset_s16(px, in_ch), vldrbq_s16(w));
                         POCKMCU_MVE_DW_MAC(vldrbq_gather_offset_s16(px + in_c, in_ch), vldrbq_s16(w + out_c));
-                        POCKMCU_MVE_DW_MAC(vldrbq_gather_offset_s16(px + 2 * in_c, in_ch),
-                                           vldrbq_s16(w + 2 * out_c));
+                        POCKMCU_MVE_DW_MAC(vldrbq_gather_offset_s16(px + 2 * in_c, in_ch), vldrbq_s16(w + 2 * out_c));
                         px += row_bytes;
                         w += 3 * out_c;
                     }
@@ -348,7 +347,8 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw16_store(int32x4_t e0,
         "vadd.i32 %q[o1], %q[o1], %q[t]\n\t"
 
 /* Whether the line path fits its stack blocks for this geometry. */
-POCKMCU_MVE_INLINE int32_t pockmcu_mve_dw_lines_fit(const cmsis_nn_dw_conv_params *prm, const cmsis_nn_dims *filter_dims)
+POCKMCU_MVE_INLINE int32_t pockmcu_mve_dw_lines_fit(const cmsis_nn_dw_conv_params *prm,
+                                                    const cmsis_nn_dims *filter_dims)
 {
     const int32_t eff_w = (filter_dims->w - 1) * prm->dilation.w + 1;
     return filter_dims->h * filter_dims->w <= POCKMCU_MVE_DW_TAPS && eff_w <= POCKMCU_MVE_DW_LINE_SLOTS &&
@@ -455,8 +455,8 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_lines_group(const cmsis_nn_dw_conv_params
                     {
                         const int8_t *pb = p + line_bytes;
                         const int8_t *pc = pb + line_bytes;
-                        __asm__(POCKMCU_MVE_DW_ROW_ASM(p, 0) POCKMCU_MVE_DW_ROW_ASM(pb, 48)
-                                    "add %[q], %[q], #96\n\t" POCKMCU_MVE_DW_ROW_ASM(pc, 0)
+                        __asm__(POCKMCU_MVE_DW_ROW_ASM(p, 0) POCKMCU_MVE_DW_ROW_ASM(
+                                    pb, 48) "add %[q], %[q], #96\n\t" POCKMCU_MVE_DW_ROW_ASM(pc, 0)
                                 : POCKMCU_MVE_DW16_TAP_OPERANDS, [pb] "+l"(pb), [pc] "+l"(pc)
                                 :
                                 : "memory");
@@ -471,8 +471,15 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_lines_group(const cmsis_nn_dw_conv_params
                             {
                                 __asm__(POCKMCU_MVE_DW16_TAP_ASM "add %[p], %[p], %[d]\n\t"
                                                                  "adds %[q], %[q], #16\n\t"
-                                        : [e0] "+w"(e0), [o0] "+w"(o0), [e1] "+w"(e1), [o1] "+w"(o1), [x] "=&w"(xv),
-                                          [w] "=&w"(wv), [t] "=&w"(tv), [p] "+l"(pr), [q] "+l"(q)
+                                        : [e0] "+w"(e0),
+                                          [o0] "+w"(o0),
+                                          [e1] "+w"(e1),
+                                          [o1] "+w"(o1),
+                                          [x] "=&w"(xv),
+                                          [w] "=&w"(wv),
+                                          [t] "=&w"(tv),
+                                          [p] "+l"(pr),
+                                          [q] "+l"(q)
                                         : [d] "r"(dil_w * 16)
                                         : "memory");
                             }
@@ -554,7 +561,6 @@ static void pockmcu_mve_dw_mult1(const cmsis_nn_dw_conv_params *prm,
             prm, input_dims, input_data, filter_dims, filter_data, output_dims, output_data, c0, n, &k, left);
     }
 }
-
 
 static void pockmcu_mve_dw_gather(const cmsis_nn_dw_conv_params *prm,
                                   const cmsis_nn_per_channel_quant_params *quant_params,
@@ -667,19 +673,42 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_mve_s8(const cmsis_nn_context *ctx,
         (void)bias_dims;
         if (ch_mult == 1 && pockmcu_mve_dw_lines_fit(dw_conv_params, filter_dims))
         {
-            pockmcu_mve_dw_mult1(dw_conv_params, quant_params, input_dims, input_data, filter_dims, filter_data,
-                                 bias_data, output_dims, output_data);
+            pockmcu_mve_dw_mult1(dw_conv_params,
+                                 quant_params,
+                                 input_dims,
+                                 input_data,
+                                 filter_dims,
+                                 filter_data,
+                                 bias_data,
+                                 output_dims,
+                                 output_data);
             return ARM_CMSIS_NN_SUCCESS;
         }
         for (oc0 = 0; oc0 + 8 <= out_c; oc0 += 8)
         {
-            pockmcu_mve_dw_gather(dw_conv_params, quant_params, input_dims, input_data, filter_dims, filter_data,
-                                  bias_data, output_dims, output_data, oc0);
+            pockmcu_mve_dw_gather(dw_conv_params,
+                                  quant_params,
+                                  input_dims,
+                                  input_data,
+                                  filter_dims,
+                                  filter_data,
+                                  bias_data,
+                                  output_dims,
+                                  output_data,
+                                  oc0);
         }
         if (oc0 < out_c)
         {
-            pockmcu_mve_dw_scalar(dw_conv_params, quant_params, input_dims, input_data, filter_dims, filter_data,
-                                  bias_data, output_dims, output_data, oc0);
+            pockmcu_mve_dw_scalar(dw_conv_params,
+                                  quant_params,
+                                  input_dims,
+                                  input_data,
+                                  filter_dims,
+                                  filter_data,
+                                  bias_data,
+                                  output_dims,
+                                  output_data,
+                                  oc0);
         }
         return ARM_CMSIS_NN_SUCCESS;
     }

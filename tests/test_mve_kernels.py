@@ -30,6 +30,7 @@ from pockmcu.training import params
 from tests.qemu_c import KERNELS, build_program, run_program
 
 KERNEL_FILES = ["arm_convolve_wrapper_s8.c", "arm_depthwise_conv_wrapper_s8.c", "arm_fully_connected_s8.c",
+                "arm_avgpool_s8.c", "pockmcu_avgpool_mve_s8.c",
                 "arm_fully_connected_per_channel_s8.c", "pockmcu_convolve_mve_s8.c",
                 "pockmcu_depthwise_conv_mve_s8.c", "pockmcu_fully_connected_mve_s8.c",
                 "pockmcu_fully_connected_per_channel_mve_s8.c", "pockmcu_convolve_mve_s8_get_buffer_size.c",
@@ -43,7 +44,7 @@ RUN_C = r"""
 #include "pockmcu_nn.h"
 
 #define GUARD 16
-/* Case header (int32): kind (0 conv, 1 depthwise, 2 fc, 3 fc per channel), n, in_h, in_w, in_c, out_h,
+/* Case header (int32): kind (0 conv, 1 depthwise, 2 fc, 3 fc per channel, 4 average pool), n, in_h, in_w, in_c, out_h,
  * out_w, out_c, k_h, k_w, k_c, stride_h, stride_w, dil_h, dil_w, pad_h, pad_w, input_offset,
  * output_offset, act_min, act_max, ch_mult, filter_offset, has_bias, input bytes, filter bytes; then
  * multiplier[out_c], shift[out_c], bias[out_c], input, filter (each padded to 4 bytes).
@@ -88,7 +89,14 @@ static uint32_t run_cases(const uint8_t *p, const uint8_t *end, uint8_t *out)
         y0 = (int8_t *)o + 12;
         y1 = y0 + pad4((uint32_t)(out_bytes + GUARD));
         memset(y0, 0x5A, (size_t)(2 * pad4((uint32_t)(out_bytes + GUARD))));
-        if (h[0] <= 1)
+        if (h[0] == 4)
+        {
+            cmsis_nn_pool_params c = {{h[12], h[11]}, {h[16], h[15]}, {h[19], h[20]}};
+            f_d.n = 1; f_d.h = h[8]; f_d.w = h[9]; f_d.c = 1;
+            st0 = arm_avgpool_s8(&ctx, &c, &in_d, input, &f_d, &o_d, y0);
+            st1 = pockmcu_avgpool_mve_s8(&ctx, &c, &in_d, input, &f_d, &o_d, y1);
+        }
+        else if (h[0] <= 1)
         {
             cmsis_nn_per_channel_quant_params q = {mult, shift};
             f_d.n = h[7]; f_d.h = h[8]; f_d.w = h[9]; f_d.c = h[10];
@@ -137,7 +145,7 @@ static uint32_t run_cases(const uint8_t *p, const uint8_t *end, uint8_t *out)
 
 QEMU_MAIN = RUN_C + r"""
 #include "semihost.h"
-static uint8_t cases[376 * 1024];
+static uint8_t cases[392 * 1024];
 static uint8_t outs[88 * 1024];
 
 int main(void)
@@ -187,7 +195,7 @@ int main(int argc, char **argv)
 }
 """
 
-KINDS = ("conv", "depthwise", "fc", "fc_per_channel")
+KINDS = ("conv", "depthwise", "fc", "fc_per_channel", "avgpool")
 
 
 def _out_size(n_in, k, stride, dil, pad_total):
@@ -209,13 +217,13 @@ def make_case(rng, kind: str, i: int, big: dict | None = None) -> tuple[dict, by
     batches = int(rng.integers(1, 3)) if i % 4 == 0 else 1
     h = dict(kind=KINDS.index(kind), n=batches, ch_mult=1, filter_offset=0, dil_h=1, dil_w=1, stride_h=1,
              stride_w=1, pad_h=0, pad_w=0, k_h=1, k_w=1)
-    if kind in ("conv", "depthwise"):
+    if kind in ("conv", "depthwise", "avgpool"):
         while True:
             k_h, k_w = (int(rng.integers(1, 8)) for _ in range(2))
             if i % 6 == 1:      # the KWS / MobileNet shapes: 1x1 and 3x3
                 k_h = k_w = 1 if kind == "conv" and i % 12 == 1 else 3
             s_h, s_w = (int(rng.integers(1, 4)) for _ in range(2))
-            d_h, d_w = (int(rng.integers(1, 4)) if rng.random() < 0.3 else 1 for _ in range(2))
+            d_h, d_w = (int(rng.integers(1, 4)) if rng.random() < 0.3 and kind != "avgpool" else 1 for _ in range(2))
             in_h, in_w = (int(rng.integers(1, 11)) for _ in range(2))
             in_h, in_w = min(in_h, 3 + 5 * (i % 3 == 1)), min(in_w, 4 + 4 * (i % 3 == 1))
             mode = rng.choice(["valid", "same", "asym"])
@@ -244,6 +252,10 @@ def make_case(rng, kind: str, i: int, big: dict | None = None) -> tuple[dict, by
             out_c = max(1, min(int(rng.integers(1, 68)), 1400 // (k_h * k_w * in_c))) if big is None else big["oc"]
             k_c = in_c
             filt_shape = (out_c, k_h, k_w, in_c)
+        elif kind == "avgpool":
+            in_c = int(rng.integers(1, 68)) if big is None else big["c"]
+            out_c = k_c = in_c
+            filt_shape = (0,)
         else:
             in_c = int(rng.integers(1, 68)) // (1 if i % 3 else 3) or 1
             ch_mult = int(rng.integers(1, 4)) if i % 3 == 0 else 1
@@ -296,16 +308,18 @@ def make_case(rng, kind: str, i: int, big: dict | None = None) -> tuple[dict, by
 # convolutions with receptive fields beyond the 512-byte gather block (the chunked path), 1x1 layers with
 # more than 64 output channels (several channel blocks) and 1xK rows read in place.
 BIG = [
-    ("depthwise", dict(k=3, s=1, d=1, h=3, w=40, c=35, mode="same")),
-    ("depthwise", dict(k=3, s=2, d=1, h=5, w=45, c=16, mode="same")),
-    ("depthwise", dict(k=5, s=1, d=2, h=5, w=30, c=21, mode="asym")),
-    ("depthwise", dict(k=3, kh=2, kw=7, s=3, d=1, h=5, w=50, c=9, mode="valid")),
+    ("depthwise", dict(k=3, s=1, d=1, h=3, w=34, c=33, mode="same")),
+    ("depthwise", dict(k=3, s=2, d=1, h=4, w=40, c=16, mode="same")),
+    ("depthwise", dict(k=5, s=1, d=2, h=5, w=26, c=21, mode="asym")),
+    ("depthwise", dict(k=3, kh=2, kw=7, s=3, d=1, h=4, w=40, c=9, mode="valid")),
     ("depthwise", dict(k=3, s=1, d=1, h=3, w=9, c=67, mode="same")),
     ("depthwise", dict(k=9, s=1, d=1, h=9, w=9, c=5, mode="same")),
     ("conv", dict(k=3, s=1, d=1, h=4, w=5, c=67, oc=3, mode="same")),
     ("conv", dict(k=1, s=1, d=1, h=3, w=5, c=12, oc=70, mode="valid")),
     ("conv", dict(k=3, kh=1, kw=5, s=1, d=1, h=2, w=9, c=7, oc=9, mode="same")),
     ("conv", dict(k=3, s=2, d=2, h=7, w=7, c=5, oc=6, mode="asym")),
+    ("avgpool", dict(k=16, s=1, d=1, h=16, w=17, c=19, mode="valid")),  # 256 values: the int32 sums
+    ("avgpool", dict(k=3, kh=25, kw=5, s=1, d=1, h=25, w=5, c=20, mode="valid")),  # KWS's global pool
 ]
 
 
@@ -313,10 +327,15 @@ def all_cases(seed: int = 13, per_kind: int = 64):
     rng = np.random.default_rng(seed)
     cases, blob = [], b""
     for i in range(per_kind):
-        for kind in KINDS:
+        for kind in KINDS[:4]:
             h, rec = make_case(rng, kind, i)
             cases.append((kind, h))
             blob += rec
+    pool_rng = np.random.default_rng(seed + 1)       # the average pools: their own stream, few and small
+    for i in range(per_kind // 8):
+        h, rec = make_case(pool_rng, "avgpool", i)
+        cases.append(("avgpool", h))
+        blob += rec
     for j, (kind, big) in enumerate(BIG):
         h, rec = make_case(rng, kind, 1 + 5 * (j % 2), big)   # every other one with extreme values
         cases.append((kind, h))
@@ -345,7 +364,7 @@ def check(cases, out: bytes, where: str, mve: bool) -> None:
 
 def test_cases_cover_the_brief():
     cases, blob = all_cases()
-    assert len(blob) < 376 * 1024 and sum(2 * (h["n"] * h["out_h"] * h["out_w"] * h["out_c"] + 20) + 12
+    assert len(blob) < 392 * 1024 and sum(2 * (h["n"] * h["out_h"] * h["out_w"] * h["out_c"] + 20) + 12
                                           for k, h in cases) < 88 * 1024
     hs = [h for k, h in cases if k in ("conv", "depthwise")]
     assert {h["k_h"] for h in hs} >= set(range(1, 8)) and {h["stride_w"] for h in hs} >= {1, 2, 3}
@@ -358,7 +377,7 @@ def test_cases_cover_the_brief():
 @pytest.mark.parametrize("target", ["qemu-m55", "qemu-m4"])
 def test_mve_kernels_equal_portable_in_qemu(tmp_path, target):
     cases, blob = all_cases()
-    elf = build_program(tmp_path, target, QEMU_MAIN, KERNEL_FILES)
+    elf = build_program(tmp_path, target, QEMU_MAIN, KERNEL_FILES, stack_bytes=8192)
     out = run_program(elf, target, {"cases.bin": blob}, ["out.bin"])["out.bin"]
     check(cases, out, target, mve=target == "qemu-m55")
 
