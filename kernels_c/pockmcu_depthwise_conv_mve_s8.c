@@ -664,7 +664,6 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_mve_s8(const cmsis_nn_context *ctx,
 #if POCKMCU_HAS_MVE
     const int32_t out_c = output_dims->c;
     const int32_t ch_mult = dw_conv_params->ch_mult;
-    /* the checks of the portable loops (which return the error) */
     if (ch_mult >= 1 && out_c == input_dims->c * ch_mult && dw_conv_params->stride.h >= 1 &&
         dw_conv_params->stride.w >= 1 && dw_conv_params->dilation.h >= 1 && dw_conv_params->dilation.w >= 1)
     {
@@ -712,7 +711,9 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_mve_s8(const cmsis_nn_context *ctx,
         }
         return ARM_CMSIS_NN_SUCCESS;
     }
-#endif
+    /* the portable loops' answer to any other arguments (they check exactly the condition above) */
+    return ARM_CMSIS_NN_ARG_ERROR;
+#else
     return pockmcu_depthwise_conv_s8_loops(ctx,
                                            dw_conv_params,
                                            quant_params,
@@ -725,4 +726,5 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_mve_s8(const cmsis_nn_context *ctx,
                                            output_dims,
                                            output_data,
                                            0);
+#endif
 }
