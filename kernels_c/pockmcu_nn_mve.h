@@ -206,6 +206,49 @@ arm_cmsis_nn_status pockmcu_avgpool_mve_s8(const cmsis_nn_context *ctx,
                                            const cmsis_nn_dims *output_dims,
                                            int8_t *output_data);
 
+/**
+ * @brief int8 element-wise addition of two same-shape tensors (TFLM ADD): arm_elementwise_add_s8's arguments and
+ *        bytes.
+ *
+ * MVE: four elements per int32 vector, the three requantizations per vector (the bits of pockmcu_requantize).
+ *
+ * @param[in]      input_1_vect       First input, int8 [block_size].
+ * @param[in]      input_2_vect       Second input, int8 [block_size].
+ * @param[in]      input_1_offset     -zero point of the first input.
+ * @param[in]      input_1_mult       Multiplier of the first input.
+ * @param[in]      input_1_shift      Its shift.
+ * @param[in]      input_2_offset     -zero point of the second input.
+ * @param[in]      input_2_mult       Multiplier of the second input.
+ * @param[in]      input_2_shift      Its shift.
+ * @param[in]      left_shift         Headroom shift applied to both inputs (20 for int8); outside [0, 31] the
+ *                                    portable kernel runs.
+ * @param[out]     output             Output, int8 [block_size].
+ * @param[in]      out_offset         Output zero point.
+ * @param[in]      out_mult           Output multiplier.
+ * @param[in]      out_shift          Output shift.
+ * @param[in]      out_activation_min Lower clamp (int8 domain).
+ * @param[in]      out_activation_max Upper clamp (int8 domain).
+ * @param[in]      block_size         Number of elements.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status pockmcu_elementwise_add_mve_s8(const int8_t *input_1_vect,
+                                                   const int8_t *input_2_vect,
+                                                   const int32_t input_1_offset,
+                                                   const int32_t input_1_mult,
+                                                   const int32_t input_1_shift,
+                                                   const int32_t input_2_offset,
+                                                   const int32_t input_2_mult,
+                                                   const int32_t input_2_shift,
+                                                   const int32_t left_shift,
+                                                   int8_t *output,
+                                                   const int32_t out_offset,
+                                                   const int32_t out_mult,
+                                                   const int32_t out_shift,
+                                                   const int32_t out_activation_min,
+                                                   const int32_t out_activation_max,
+                                                   const int32_t block_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,7 +30,8 @@ from pockmcu.training import params
 from tests.qemu_c import KERNELS, build_program, run_program
 
 KERNEL_FILES = ["arm_convolve_wrapper_s8.c", "arm_depthwise_conv_wrapper_s8.c", "arm_fully_connected_s8.c",
-                "arm_avgpool_s8.c", "pockmcu_avgpool_mve_s8.c",
+                "arm_avgpool_s8.c", "pockmcu_avgpool_mve_s8.c", "arm_elementwise_add_s8.c",
+                "pockmcu_elementwise_add_mve_s8.c",
                 "arm_fully_connected_per_channel_s8.c", "pockmcu_convolve_mve_s8.c",
                 "pockmcu_depthwise_conv_mve_s8.c", "pockmcu_fully_connected_mve_s8.c",
                 "pockmcu_fully_connected_per_channel_mve_s8.c", "pockmcu_convolve_mve_s8_get_buffer_size.c",
@@ -44,7 +45,7 @@ RUN_C = r"""
 #include "pockmcu_nn.h"
 
 #define GUARD 16
-/* Case header (int32): kind (0 conv, 1 depthwise, 2 fc, 3 fc per channel, 4 average pool), n, in_h, in_w, in_c, out_h,
+/* Case header (int32): kind (0 conv, 1 depthwise, 2 fc, 3 fc per channel, 4 average pool, 5 add), n, in_h, in_w, in_c, out_h,
  * out_w, out_c, k_h, k_w, k_c, stride_h, stride_w, dil_h, dil_w, pad_h, pad_w, input_offset,
  * output_offset, act_min, act_max, ch_mult, filter_offset, has_bias, input bytes, filter bytes; then
  * multiplier[out_c], shift[out_c], bias[out_c], input, filter (each padded to 4 bytes).
@@ -62,7 +63,7 @@ static uint32_t pad4(uint32_t n) { return (n + 3u) & ~3u; }
 static uint32_t run_cases(const uint8_t *p, const uint8_t *end, uint8_t *out)
 {
     uint8_t *o = out;
-    static int32_t mult[128], shift[128], bias[128];
+    static int32_t mult[320], shift[320], bias[320];
     while (p < end)
     {
         int32_t h[26];
@@ -89,7 +90,16 @@ static uint32_t run_cases(const uint8_t *p, const uint8_t *end, uint8_t *out)
         y0 = (int8_t *)o + 12;
         y1 = y0 + pad4((uint32_t)(out_bytes + GUARD));
         memset(y0, 0x5A, (size_t)(2 * pad4((uint32_t)(out_bytes + GUARD))));
-        if (h[0] == 4)
+        if (h[0] == 5)
+        {
+            /* add: in_c elements; input 2 in the filter bytes, its offset in filter_offset, left_shift in ch_mult;
+             * multipliers / shifts [0] input 1, [1] input 2, [2] output */
+            st0 = arm_elementwise_add_s8(input, filter, h[17], mult[0], shift[0], h[22], mult[1], shift[1], h[21],
+                                         y0, h[18], mult[2], shift[2], h[19], h[20], h[4]);
+            st1 = pockmcu_elementwise_add_mve_s8(input, filter, h[17], mult[0], shift[0], h[22], mult[1], shift[1],
+                                                 h[21], y1, h[18], mult[2], shift[2], h[19], h[20], h[4]);
+        }
+        else if (h[0] == 4)
         {
             cmsis_nn_pool_params c = {{h[12], h[11]}, {h[16], h[15]}, {h[19], h[20]}};
             f_d.n = 1; f_d.h = h[8]; f_d.w = h[9]; f_d.c = 1;
@@ -145,8 +155,8 @@ static uint32_t run_cases(const uint8_t *p, const uint8_t *end, uint8_t *out)
 
 QEMU_MAIN = RUN_C + r"""
 #include "semihost.h"
-static uint8_t cases[392 * 1024];
-static uint8_t outs[88 * 1024];
+static uint8_t cases[400 * 1024];
+static uint8_t outs[80 * 1024];
 
 int main(void)
 {
@@ -182,7 +192,7 @@ int main(int argc, char **argv)
     n = ftell(f);
     fseek(f, 0, SEEK_SET);
     cases = malloc((size_t)n);
-    outs = malloc(88 * 1024);
+    outs = malloc(80 * 1024);
     if (!cases || !outs || fread(cases, 1, (size_t)n, f) != (size_t)n) return 2;
     fclose(f);
     size = run_cases(cases, cases + n, outs);
@@ -195,7 +205,7 @@ int main(int argc, char **argv)
 }
 """
 
-KINDS = ("conv", "depthwise", "fc", "fc_per_channel", "avgpool")
+KINDS = ("conv", "depthwise", "fc", "fc_per_channel", "avgpool", "add")
 
 
 def _out_size(n_in, k, stride, dil, pad_total):
@@ -268,6 +278,11 @@ def make_case(rng, kind: str, i: int, big: dict | None = None) -> tuple[dict, by
         h.update(in_h=in_h, in_w=in_w, in_c=in_c, out_h=out_h, out_w=out_w, out_c=out_c, k_h=k_h, k_w=k_w, k_c=k_c,
                  stride_h=s_h, stride_w=s_w, dil_h=d_h, dil_w=d_w, pad_h=pads[0][0], pad_w=pads[1][0])
         in_shape = (batches, in_h, in_w, in_c)
+    elif kind == "add":
+        block = int(rng.integers(3, 300))
+        h.update(in_h=1, in_w=1, in_c=block, out_h=1, out_w=1, out_c=block, k_c=block,
+                 filter_offset=int(rng.integers(-127, 129)), ch_mult=int(rng.choice([20, 20, 0, 7, 31])))
+        filt_shape = in_shape = (block,)
     else:
         depth = int(rng.integers(1, 300))
         out_c = max(1, min(int(rng.integers(1, 68)), 900 // depth))
@@ -308,7 +323,7 @@ def make_case(rng, kind: str, i: int, big: dict | None = None) -> tuple[dict, by
 # convolutions with receptive fields beyond the 512-byte gather block (the chunked path), 1x1 layers with
 # more than 64 output channels (several channel blocks) and 1xK rows read in place.
 BIG = [
-    ("depthwise", dict(k=3, s=1, d=1, h=3, w=34, c=33, mode="same")),
+    ("depthwise", dict(k=3, s=1, d=1, h=3, w=30, c=33, mode="same")),
     ("depthwise", dict(k=3, s=2, d=1, h=4, w=40, c=16, mode="same")),
     ("depthwise", dict(k=5, s=1, d=2, h=5, w=26, c=21, mode="asym")),
     ("depthwise", dict(k=3, kh=2, kw=7, s=3, d=1, h=4, w=40, c=9, mode="valid")),
@@ -318,7 +333,7 @@ BIG = [
     ("conv", dict(k=1, s=1, d=1, h=3, w=5, c=12, oc=70, mode="valid")),
     ("conv", dict(k=3, kh=1, kw=5, s=1, d=1, h=2, w=9, c=7, oc=9, mode="same")),
     ("conv", dict(k=3, s=2, d=2, h=7, w=7, c=5, oc=6, mode="asym")),
-    ("avgpool", dict(k=16, s=1, d=1, h=16, w=17, c=19, mode="valid")),  # 256 values: the int32 sums
+    ("avgpool", dict(k=16, s=1, d=1, h=16, w=16, c=17, mode="valid")),  # 256 values: the int32 sums
     ("avgpool", dict(k=3, kh=25, kw=5, s=1, d=1, h=25, w=5, c=20, mode="valid")),  # KWS's global pool
 ]
 
@@ -333,9 +348,10 @@ def all_cases(seed: int = 13, per_kind: int = 64):
             blob += rec
     pool_rng = np.random.default_rng(seed + 1)       # the average pools: their own stream, few and small
     for i in range(per_kind // 8):
-        h, rec = make_case(pool_rng, "avgpool", i)
-        cases.append(("avgpool", h))
-        blob += rec
+        for kind in ("avgpool", "add"):
+            h, rec = make_case(pool_rng, kind, i)
+            cases.append((kind, h))
+            blob += rec
     for j, (kind, big) in enumerate(BIG):
         h, rec = make_case(rng, kind, 1 + 5 * (j % 2), big)   # every other one with extreme values
         cases.append((kind, h))
@@ -364,13 +380,15 @@ def check(cases, out: bytes, where: str, mve: bool) -> None:
 
 def test_cases_cover_the_brief():
     cases, blob = all_cases()
-    assert len(blob) < 392 * 1024 and sum(2 * (h["n"] * h["out_h"] * h["out_w"] * h["out_c"] + 20) + 12
-                                          for k, h in cases) < 88 * 1024
+    assert len(blob) < 400 * 1024 and sum(2 * (h["n"] * h["out_h"] * h["out_w"] * h["out_c"] + 20) + 12
+                                          for k, h in cases) < 80 * 1024
     hs = [h for k, h in cases if k in ("conv", "depthwise")]
     assert {h["k_h"] for h in hs} >= set(range(1, 8)) and {h["stride_w"] for h in hs} >= {1, 2, 3}
     assert {h["dil_h"] for h in hs} >= {1, 2, 3} and {h["ch_mult"] for h in hs} >= {1, 2, 3}
     assert any(h["in_c"] % 2 and h["in_c"] > 16 for h in hs) and any(h["pad_h"] for h in hs)
     assert {h["input_offset"] for k, h in cases} >= {128, -127}
+    assert max(h["out_c"] for k, h in cases) <= 320          # the C program's multiplier / shift / bias arrays
+    assert {k for k, h in cases} == set(KINDS)
 
 
 @pytest.mark.qemu
