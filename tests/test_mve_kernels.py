@@ -2,7 +2,8 @@
 
 One C program runs hundreds of random cases (channels 1..67 with odd counts and non-multiples of 16,
 kernels 1..7, strides 1..3, dilations 1..3, SAME / VALID / asymmetric padding, ch_mult 1..3, batches,
-per-channel multipliers and shifts from -31 to +7, extreme zero points, clamps, with and without bias)
+per-channel multipliers and shifts from -31 to +7, extreme zero points, clamps, with and without bias; plus
+fixed larger geometries (BIG), average pools and element-wise adds from a second random stream)
 through both the portable kernel (arm_*) and the MVE kernel (pockmcu_*_mve_s8) in the same run and
 writes both outputs plus 16 guard bytes after each; the test compares them. On qemu-m55 the MVE code
 runs (Helium); on qemu-m4 and on the host (-fsanitize=address,undefined) the same program builds the
