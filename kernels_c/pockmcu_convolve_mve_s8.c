@@ -2,17 +2,17 @@
  * pockmcu_convolve_mve_s8 - int8 2D convolution for Helium (Armv8.1-M MVE, Cortex-M55), the CMSIS-NN
  * API and bytes of arm_convolve_wrapper_s8 (TFLM ConvPerChannel, double rounding requantization).
  *
- * On a core with integer MVE: four output pixels at a time, their receptive fields gathered into a
- * fixed 4 x POCKMCU_MVE_KCHUNK byte stack block (im2col; out-of-image taps hold the input zero point,
- * so they contribute (zp + input_offset) * w = 0), and for every output channel four VMLADAVA dot
- * products of 16 bytes per weight load. The input offset is not added to each input: the sum of the
- * weights (VADDVA in the same loop) times input_offset is added once, which is the same integer in
- * wrapping int32 arithmetic. Receptive fields longer than POCKMCU_MVE_KCHUNK are processed in chunks
- * with 4 x POCKMCU_MVE_ACC int32 accumulators on the stack. bias + input_offset * sum(w) is formed once
- * per block of POCKMCU_MVE_OCB output channels. Requantization is vectorised over the four
- * pixels (pockmcu_nn_support_mve.h: VSHL, VQRDMULH, VRSHL with the round-half-away fix-up, the same
- * bits as pockmcu_requantize). Grouped convolutions (filter_dims->c < input_dims->c) run the portable
- * loops. No scratch buffer (pockmcu_convolve_mve_s8_get_buffer_size returns 0); about 1.1 KB of stack.
+ * On a core with integer MVE: one output pixel at a time. Its receptive field is read in place when it is one
+ * contiguous run of the input (1x1 and 1xK filters with dilation 1 inside the image), else gathered (im2col) into
+ * a 512-byte stack block, out-of-image taps holding the input zero point (they contribute (zp + input_offset) * w
+ * = 0); longer fields are gathered and summed in 512-byte chunks. Four output channels per tail-predicated
+ * low-overhead loop (DLSTP / LETP) of 16-byte VMLADAVA dot products, their accumulators starting at
+ * bias + input_offset * sum(w) (formed once per call and block of 64 output channels: the same integer as the
+ * portable sum of (x + input_offset) * w in wrapping int32), then requantization of the four channels as one
+ * vector (VSHL, VQRDMULH, VRSHL with the round-half-away fix-up: the bits of pockmcu_requantize), offset, clamp
+ * and a 4-byte store, all in one inline assembly block (GCC 12 spills the vectors of such sequences). Grouped
+ * convolutions (filter_dims->c < input_dims->c) run the portable loops. No scratch buffer
+ * (pockmcu_convolve_mve_s8_get_buffer_size returns 0); about 2 KB of stack.
  *
  * Elsewhere (cores without MVE, the host simulation) this function is the portable kernel: it runs
  * pockmcu_conv_s8_loops exactly as arm_convolve_wrapper_s8 does. The MVE path produces the same bytes
@@ -24,9 +24,7 @@
 
 #if POCKMCU_HAS_MVE
 
-    #define POCKMCU_MVE_KCHUNK 128 /* bytes of one pixel's receptive field per gather; a multiple of 16 */
-    #define POCKMCU_MVE_OCB 64     /* output channels per block (their bias + offset terms on the stack) */
-    #define POCKMCU_MVE_ACC 16     /* accumulators per sub-block when K > POCKMCU_MVE_KCHUNK */
+    #define POCKMCU_MVE_COL 512 /* bytes of one pixel's receptive field per gather */
 
 /* Where the receptive field of one output pixel starts in the input. */
 typedef struct
@@ -39,10 +37,8 @@ typedef struct
 typedef struct
 {
     const int8_t *in;
-    int32_t in_h, in_w, in_c, k_w, k_c, dil_h, dil_w;
+    int32_t in_h, in_w, in_c, k_h, k_w, k_c, dil_h, dil_w;
     int8x16_t zp;
-    int32_t output_offset;
-    int32x4_t act_min, act_max;
 } pockmcu_mve_conv_geom;
 
 /* Bytes [k0, k1) of the flattened (ky, kx, ci) receptive field of the pixel at origin o, into dst. */
@@ -105,43 +101,26 @@ pockmcu_mve_gather(const pockmcu_mve_conv_geom *g, pockmcu_mve_origin o, int32_t
     }
 }
 
-/* Dot products of n bytes of four rows with w. No byte beyond n is read. */
-POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_dot4(const int8_t *const rows[4], const int8_t *w, int32_t n)
+/* The whole receptive field of the pixel at origin o into dst, for dilation.w 1 and k_c == in_c: each kernel row
+ * is one contiguous run of k_w * in_c input bytes, clipped to the image (the rest holds the input zero point). */
+static void pockmcu_mve_gather_rows(const pockmcu_mve_conv_geom *g, pockmcu_mve_origin o, int8_t *dst)
 {
-    const int8_t *r0 = rows[0];
-    const int8_t *r1 = rows[1];
-    const int8_t *r2 = rows[2];
-    const int8_t *r3 = rows[3];
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    int32x4_t v;
-    int32_t i;
-    for (i = n >> 4; i > 0; i--)
+    const int32_t row = g->k_w * g->k_c;
+    const int32_t lead = pockmcu_min_i32(pockmcu_max_i32(-o.x0, 0), g->k_w) * g->k_c;
+    const int32_t mid = pockmcu_max_i32(pockmcu_min_i32(g->in_w - o.x0, g->k_w) * g->k_c - lead, 0);
+    int32_t ky;
+    for (ky = 0; ky < g->k_h; ky++, dst += row)
     {
-        const int8x16_t wv = vldrbq_s8(w);
-        a0 = vmladavaq_s8(a0, vldrbq_s8(r0), wv);
-        a1 = vmladavaq_s8(a1, vldrbq_s8(r1), wv);
-        a2 = vmladavaq_s8(a2, vldrbq_s8(r2), wv);
-        a3 = vmladavaq_s8(a3, vldrbq_s8(r3), wv);
-        w += 16;
-        r0 += 16;
-        r1 += 16;
-        r2 += 16;
-        r3 += 16;
+        const int32_t iy = o.y0 + ky * g->dil_h;
+        if ((uint32_t)iy >= (uint32_t)g->in_h)
+        {
+            pockmcu_mve_fill_s8(dst, g->zp, row);
+            continue;
+        }
+        pockmcu_mve_fill_s8(dst, g->zp, lead);
+        pockmcu_mve_copy_s8(dst + lead, g->in + (iy * g->in_w + o.x0) * g->in_c + lead, mid);
+        pockmcu_mve_fill_s8(dst + lead + mid, g->zp, row - lead - mid);
     }
-    if (n & 15)
-    {
-        const mve_pred16_t p = vctp8q((uint32_t)(n & 15));
-        const int8x16_t wv = vldrbq_z_s8(w, p);
-        a0 = vmladavaq_s8(a0, vldrbq_z_s8(r0, p), wv);
-        a1 = vmladavaq_s8(a1, vldrbq_z_s8(r1, p), wv);
-        a2 = vmladavaq_s8(a2, vldrbq_z_s8(r2, p), wv);
-        a3 = vmladavaq_s8(a3, vldrbq_z_s8(r3, p), wv);
-    }
-    v = vdupq_n_s32(a0);
-    v = vsetq_lane_s32(a1, v, 1);
-    v = vsetq_lane_s32(a2, v, 2);
-    v = vsetq_lane_s32(a3, v, 3);
-    return v;
 }
 
 /* pre = bias + input_offset * sum(w) of output channel oc (wrapping, like the portable int32 sums): the
@@ -160,154 +139,262 @@ POCKMCU_MVE_INLINE int32_t pockmcu_mve_conv_pre(const int8_t *w, int32_t n, int3
     return (int32_t)((uint32_t)input_offset * (uint32_t)s + (bias != NULL ? (uint32_t)*bias : 0u));
 }
 
-/* Requantize the four pixels of output channel oc and scatter them (offsets: 0, C_OUT, 2 C_OUT, 3 C_OUT). */
-POCKMCU_MVE_INLINE void pockmcu_mve_conv_store(int32x4_t v,
-                                               int32_t pre,
-                                               int32_t mult,
-                                               int32_t shift,
-                                               const pockmcu_mve_conv_geom *g,
-                                               int8_t *out,
-                                               uint32x4_t out_offsets,
-                                               mve_pred16_t store)
+/* Everything one block of four output channels needs, read by the assembly below at fixed offsets. Rows past
+ * the layer's last channel repeat the block's first row (their results are not stored). */
+typedef struct
 {
-    v = pockmcu_mve_requantize_n(vaddq_n_s32(v, pre), mult, shift);
-    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, g->output_offset), g->act_min), g->act_max);
-    vstrbq_scatter_offset_p_s32(out, out_offsets, v, store);
+    const int8_t *w[4]; /*  0: the four weight rows */
+    int32_t pre[4];     /* 16: bias + input_offset * sum(w) */
+    int32_t mult[4];    /* 32: multipliers */
+    int32_t left[4];    /* 48: max(shift, 0) */
+    int32_t right[4];   /* 64: min(shift, 0) */
+    int32_t kk;         /* 80: bytes per weight row */
+} pockmcu_mve_conv_blk;
+
+/* The four output channels of block k for the receptive field row, requantized, + output_offset, clamped.
+ * Dot products: one tail-predicated low-overhead loop (DLSTP / LETP: the last iteration loads and accumulates
+ * only the kk % 16 remaining bytes), 16-byte VMLADAVA into four general registers that start at pre (even
+ * numbered, as the instruction requires: r0, r2, r4, r6, named in the assembly). Requantization as in
+ * pockmcu_mve_requantize_lr (the left shift left out when no channel of the block array shifts left). */
+    #define POCKMCU_MVE_CONV_DOT_ASM                                                                                   \
+        "ldrd %[w0], %[w1], [%[k]]\n\t"                                                                                \
+        "ldrd %[w2], %[w3], [%[k], #8]\n\t"                                                                            \
+        "ldrd r0, r2, [%[k], #16]\n\t"                                                                                 \
+        "ldrd r4, r6, [%[k], #24]\n\t"                                                                                 \
+        "ldr %[x], [%[k], #80]\n\t"                                                                                    \
+        "dlstp.8 lr, %[x]\n\t"                                                                                         \
+        "mov %[x], %[row]\n"                                                                                           \
+        "1:\n\t"                                                                                                       \
+        "vldrb.8 %q[xv], [%[x]], #16\n\t"                                                                              \
+        "vldrb.8 %q[wv], [%[w0]], #16\n\t"                                                                             \
+        "vmladava.s8 r0, %q[xv], %q[wv]\n\t"                                                                           \
+        "vldrb.8 %q[wv], [%[w1]], #16\n\t"                                                                             \
+        "vmladava.s8 r2, %q[xv], %q[wv]\n\t"                                                                           \
+        "vldrb.8 %q[wv], [%[w2]], #16\n\t"                                                                             \
+        "vmladava.s8 r4, %q[xv], %q[wv]\n\t"                                                                           \
+        "vldrb.8 %q[wv], [%[w3]], #16\n\t"                                                                             \
+        "vmladava.s8 r6, %q[xv], %q[wv]\n\t"                                                                           \
+        "letp lr, 1b\n\t"                                                                                              \
+        "vmov %q[v][2], %q[v][0], r0, r4\n\t"                                                                          \
+        "vmov %q[v][3], %q[v][1], r2, r6\n\t"
+    #define POCKMCU_MVE_CONV_LEFT_ASM                                                                                  \
+        "vldrw.32 %q[wv], [%[k], #48]\n\t"                                                                             \
+        "vshl.s32 %q[v], %q[v], %q[wv]\n\t"
+    #define POCKMCU_MVE_CONV_RQ_ASM                                                                                    \
+        "vldrw.32 %q[wv], [%[k], #32]\n\t"                                                                             \
+        "vqrdmulh.s32 %q[v], %q[v], %q[wv]\n\t"                                                                        \
+        "vldrw.32 %q[wv], [%[k], #64]\n\t"                                                                             \
+        "vand %q[xv], %q[v], %q[wv]\n\t"                                                                               \
+        "vshr.s32 %q[xv], %q[xv], #31\n\t"                                                                             \
+        "vqadd.s32 %q[v], %q[v], %q[xv]\n\t"                                                                           \
+        "vrshl.s32 %q[v], %q[v], %q[wv]\n\t"                                                                           \
+        "vadd.i32 %q[v], %q[v], %q[oo]\n\t"                                                                            \
+        "vmax.s32 %q[v], %q[v], %q[lo]\n\t"                                                                            \
+        "vmin.s32 %q[v], %q[v], %q[hi]"
+    #define POCKMCU_MVE_CONV_OPERANDS                                                                                  \
+        [v] "=&w"(v), [xv] "=&w"(xv), [wv] "=&w"(wv), [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2),    \
+            [w3] "=&r"(w3)
+    #define POCKMCU_MVE_CONV_INPUTS [k] "r"(k), [row] "r"(row), [oo] "w"(oo), [lo] "w"(lo), [hi] "w"(hi)
+
+/* The dot products of block k over its kk bytes of row added to its pre (a receptive field chunk that is not the
+ * last one: the sums so far, read by the next chunk as its starting values; volatile: its only result is in
+ * memory). */
+POCKMCU_MVE_INLINE void pockmcu_mve_conv_4oc_partial(pockmcu_mve_conv_blk *k, const int8_t *row)
+{
+    int32x4_t v;
+    int8x16_t xv, wv;
+    const int8_t *x, *w0, *w1, *w2, *w3;
+    __asm__ volatile(POCKMCU_MVE_CONV_DOT_ASM "strd r0, r2, [%[k], #16]\n\t"
+                                              "strd r4, r6, [%[k], #24]"
+                     : POCKMCU_MVE_CONV_OPERANDS
+                     : [k] "r"(k), [row] "r"(row)
+                     : "r0", "r2", "r4", "r6", "lr", "memory");
+    (void)v;
 }
 
-static arm_cmsis_nn_status pockmcu_convolve_mve(const cmsis_nn_conv_params *conv_params,
-                                                const cmsis_nn_per_channel_quant_params *quant_params,
-                                                const cmsis_nn_dims *input_dims,
-                                                const int8_t *input_data,
-                                                const cmsis_nn_dims *filter_dims,
-                                                const int8_t *filter_data,
-                                                const int32_t *bias_data,
-                                                const cmsis_nn_dims *output_dims,
-                                                int8_t *output_data)
+POCKMCU_MVE_INLINE int32x4_t pockmcu_mve_conv_4oc(const pockmcu_mve_conv_blk *k,
+                                                  const int8_t *row,
+                                                  const int32_t left,
+                                                  int32x4_t oo,
+                                                  int32x4_t lo,
+                                                  int32x4_t hi)
+{
+    int32x4_t v;
+    int8x16_t xv, wv;
+    const int8_t *x, *w0, *w1, *w2, *w3;
+    if (left)
+    {
+        __asm__(POCKMCU_MVE_CONV_DOT_ASM POCKMCU_MVE_CONV_LEFT_ASM POCKMCU_MVE_CONV_RQ_ASM:POCKMCU_MVE_CONV_OPERANDS
+:POCKMCU_MVE_CONV_INPUTS
+                : "r0", "r2", "r4", "r6", "lr", "memory");
+    }
+    else
+    {
+        __asm__(POCKMCU_MVE_CONV_DOT_ASM POCKMCU_MVE_CONV_RQ_ASM:POCKMCU_MVE_CONV_OPERANDS:POCKMCU_MVE_CONV_INPUTS
+                : "r0", "r2", "r4", "r6", "lr", "memory");
+    }
+    return v;
+}
+
+    #define POCKMCU_MVE_PX_OCB 64 /* output channels per pockmcu_mve_conv_blk array (1344 bytes of stack) */
+
+/* The no output channels of blocks blk[0 ..] of one pixel whose receptive field is row, stored contiguously at
+ * out. Kept out of line: inlined into the pixel loop, GCC 12 finds no registers for the assembly. */
+static __attribute__((noinline)) void pockmcu_mve_conv_pixel(const pockmcu_mve_conv_blk *blk,
+                                                             int32_t no,
+                                                             const int32_t left,
+                                                             const int8_t *row,
+                                                             int8_t *out,
+                                                             const cmsis_nn_conv_params *prm)
+{
+    const int32x4_t oo = vdupq_n_s32(prm->output_offset);
+    const int32x4_t lo = vdupq_n_s32(prm->activation.min);
+    const int32x4_t hi = vdupq_n_s32(prm->activation.max);
+    for (; no >= 4; no -= 4, blk++, out += 4)
+    {
+        vstrbq_s32(out, pockmcu_mve_conv_4oc(blk, row, left, oo, lo, hi));
+    }
+    if (no > 0)
+    {
+        vstrbq_p_s32(out, pockmcu_mve_conv_4oc(blk, row, left, oo, lo, hi), vctp32q((uint32_t)no));
+    }
+}
+
+/* The receptive field of one pixel in chunks of POCKMCU_MVE_COL bytes gathered into col: every chunk but the last
+ * leaves its sums in the blocks' pre (and moves their weight rows on), the last one is requantized and stored;
+ * then the blocks are restored (pre0: the blocks' starting values). */
+static __attribute__((noinline)) void pockmcu_mve_conv_chunks(const pockmcu_mve_conv_geom *g,
+                                                              pockmcu_mve_origin org,
+                                                              pockmcu_mve_conv_blk *blk,
+                                                              const int32_t *pre0,
+                                                              int32_t nb,
+                                                              int32_t kk,
+                                                              int32_t left,
+                                                              int8_t *col,
+                                                              int8_t *out,
+                                                              const cmsis_nn_conv_params *prm)
+{
+    const int32_t n_blk = (nb + 3) >> 2;
+    int32_t k0, j, i;
+    for (k0 = 0; k0 < kk; k0 += POCKMCU_MVE_COL)
+    {
+        const int32_t n = pockmcu_min_i32(POCKMCU_MVE_COL, kk - k0);
+        pockmcu_mve_gather(g, org, k0, k0 + n, col);
+        for (j = 0; j < n_blk; j++)
+        {
+            blk[j].kk = n;
+        }
+        if (k0 + n == kk)
+        {
+            pockmcu_mve_conv_pixel(blk, nb, left, col, out, prm);
+            break;
+        }
+        for (j = 0; j < n_blk; j++)
+        {
+            pockmcu_mve_conv_4oc_partial(&blk[j], col);
+            for (i = 0; i < 4; i++)
+            {
+                blk[j].w[i] += n;
+            }
+        }
+    }
+    for (j = 0; j < n_blk; j++)
+    {
+        for (i = 0; i < 4; i++)
+        {
+            blk[j].w[i] -= kk - (kk - 1) % POCKMCU_MVE_COL - 1;
+            blk[j].pre[i] = pre0[4 * j + i];
+        }
+        blk[j].kk = kk;
+    }
+}
+
+/* One output pixel at a time: its receptive field read in place (a contiguous run of the input: 1xK filters with
+ * dilation 1 or K = 1, inside the image) or gathered into col (in chunks beyond POCKMCU_MVE_COL bytes), then
+ * pockmcu_mve_conv_pixel for each block of POCKMCU_MVE_PX_OCB output channels. */
+static void pockmcu_convolve_mve_px(const cmsis_nn_conv_params *conv_params,
+                                    const cmsis_nn_per_channel_quant_params *quant_params,
+                                    const cmsis_nn_dims *input_dims,
+                                    const int8_t *input_data,
+                                    const cmsis_nn_dims *filter_dims,
+                                    const int8_t *filter_data,
+                                    const int32_t *bias_data,
+                                    const cmsis_nn_dims *output_dims,
+                                    int8_t *output_data)
 {
     const int32_t out_c = output_dims->c;
     const int32_t out_w = output_dims->w;
     const int32_t n_pix = output_dims->h * out_w;
     const int32_t kk = filter_dims->h * filter_dims->w * filter_dims->c;
     const int32_t direct = filter_dims->h == 1 && (conv_params->dilation.w == 1 || filter_dims->w == 1);
-    const uint32x4_t out_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_c);
     pockmcu_mve_conv_geom g;
-    int8_t col[4 * POCKMCU_MVE_KCHUNK] __attribute__((aligned(16)));
-    int32x4_t acc[POCKMCU_MVE_ACC];
-    int32_t pre[POCKMCU_MVE_OCB];
-    int32_t b, p0, oc0;
+    pockmcu_mve_conv_blk blk[POCKMCU_MVE_PX_OCB / 4];
+    int32_t pre0[POCKMCU_MVE_PX_OCB];
+    int8_t col[POCKMCU_MVE_COL];
+    int32_t b, p, oc0, j;
 
     g.in_h = input_dims->h;
     g.in_w = input_dims->w;
     g.in_c = input_dims->c;
+    g.k_h = filter_dims->h;
     g.k_w = filter_dims->w;
     g.k_c = filter_dims->c;
     g.dil_h = conv_params->dilation.h;
     g.dil_w = conv_params->dilation.w;
     g.zp = vdupq_n_s8((int8_t)-conv_params->input_offset);
-    g.output_offset = conv_params->output_offset;
-    g.act_min = vdupq_n_s32(conv_params->activation.min);
-    g.act_max = vdupq_n_s32(conv_params->activation.max);
 
-    for (oc0 = 0; oc0 < out_c; oc0 += POCKMCU_MVE_OCB)
+    for (oc0 = 0; oc0 < out_c; oc0 += POCKMCU_MVE_PX_OCB)
     {
-        const int32_t nb = pockmcu_min_i32(POCKMCU_MVE_OCB, out_c - oc0);
-        int32_t j;
-        for (j = 0; j < nb; j++)
+        const int32_t nb = pockmcu_min_i32(POCKMCU_MVE_PX_OCB, out_c - oc0);
+        int32_t left = 0;
+        for (j = 0; j < (nb + 3) / 4 * 4; j++)
         {
-            pre[j] = pockmcu_mve_conv_pre(filter_data + (oc0 + j) * kk,
-                                          kk,
-                                          conv_params->input_offset,
-                                          bias_data != NULL ? bias_data + oc0 + j : NULL);
+            pockmcu_mve_conv_blk *k = &blk[j >> 2];
+            const int32_t oc = oc0 + (j < nb ? j : j & ~3); /* missing channels repeat the block's first */
+            const int32_t sh = quant_params->shift[oc];
+            k->w[j & 3] = filter_data + oc * kk;
+            k->pre[j & 3] = pockmcu_mve_conv_pre(
+                filter_data + oc * kk, kk, conv_params->input_offset, bias_data != NULL ? bias_data + oc : NULL);
+            pre0[j] = k->pre[j & 3];
+            k->mult[j & 3] = quant_params->multiplier[oc];
+            k->left[j & 3] = sh > 0 ? sh : 0;
+            k->right[j & 3] = sh > 0 ? 0 : sh;
+            k->kk = kk;
+            left |= sh > 0;
         }
         for (b = 0; b < input_dims->n; b++)
         {
-            int8_t *out_batch = output_data + b * n_pix * out_c + oc0;
+            int8_t *out = output_data + b * n_pix * out_c + oc0;
             g.in = input_data + b * g.in_h * g.in_w * g.in_c;
-            for (p0 = 0; p0 < n_pix; p0 += 4)
+            for (p = 0; p < n_pix; p++, out += out_c)
             {
-                const int32_t np = pockmcu_min_i32(4, n_pix - p0);
-                const mve_pred16_t store = vctp32q((uint32_t)np);
-                int8_t *out = out_batch + p0 * out_c;
-                pockmcu_mve_origin org[4];
-                int32_t r, k0;
-                for (r = 0; r < 4; r++)
+                const int32_t oy = p / out_w;
+                pockmcu_mve_origin org;
+                org.y0 = oy * conv_params->stride.h - conv_params->padding.h;
+                org.x0 = (p - oy * out_w) * conv_params->stride.w - conv_params->padding.w;
+                if (direct && org.y0 >= 0 && org.y0 < g.in_h && org.x0 >= 0 && org.x0 + g.k_w <= g.in_w)
                 {
-                    const int32_t p = p0 + pockmcu_min_i32(r, np - 1); /* missing pixels repeat the last one */
-                    const int32_t oy = p / out_w;
-                    org[r].y0 = oy * conv_params->stride.h - conv_params->padding.h;
-                    org[r].x0 = (p - oy * out_w) * conv_params->stride.w - conv_params->padding.w;
+                    pockmcu_mve_conv_pixel(blk, nb, left, g.in + (org.y0 * g.in_w + org.x0) * g.in_c, out, conv_params);
                 }
-                if (kk <= POCKMCU_MVE_KCHUNK)
+                else if (kk > POCKMCU_MVE_COL)
                 {
-                    /* one chunk: the rows are gathered once, or read in place when the receptive field is one
-                     * contiguous run of the input (1xK filters, dilation 1 or K = 1, inside the image) */
-                    const int8_t *rows[4];
-                    const int8_t *w = filter_data + oc0 * kk;
-                    for (r = 0; r < 4; r++)
-                    {
-                        if (direct && org[r].y0 >= 0 && org[r].y0 < g.in_h && org[r].x0 >= 0 &&
-                            org[r].x0 + g.k_w <= g.in_w)
-                        {
-                            rows[r] = g.in + (org[r].y0 * g.in_w + org[r].x0) * g.in_c;
-                        }
-                        else
-                        {
-                            pockmcu_mve_gather(&g, org[r], 0, kk, col + r * POCKMCU_MVE_KCHUNK);
-                            rows[r] = col + r * POCKMCU_MVE_KCHUNK;
-                        }
-                    }
-                    for (j = 0; j < nb; j++, w += kk)
-                    {
-                        pockmcu_mve_conv_store(pockmcu_mve_dot4(rows, w, kk),
-                                               pre[j],
-                                               quant_params->multiplier[oc0 + j],
-                                               quant_params->shift[oc0 + j],
-                                               &g,
-                                               out + j,
-                                               out_offsets,
-                                               store);
-                    }
-                    continue;
+                    pockmcu_mve_conv_chunks(&g, org, blk, pre0, nb, kk, left, col, out, conv_params);
                 }
+                else
                 {
-                    /* receptive fields longer than the stack block: chunks, accumulators per output channel */
-                    const int8_t *rows[4] = {
-                        col, col + POCKMCU_MVE_KCHUNK, col + 2 * POCKMCU_MVE_KCHUNK, col + 3 * POCKMCU_MVE_KCHUNK};
-                    int32_t j0;
-                    for (j0 = 0; j0 < nb; j0 += POCKMCU_MVE_ACC)
+                    if (g.dil_w == 1)
                     {
-                        const int32_t j1 = pockmcu_min_i32(nb, j0 + POCKMCU_MVE_ACC);
-                        for (k0 = 0; k0 < kk; k0 += POCKMCU_MVE_KCHUNK)
-                        {
-                            const int32_t n = pockmcu_min_i32(POCKMCU_MVE_KCHUNK, kk - k0);
-                            for (r = 0; r < 4; r++)
-                            {
-                                pockmcu_mve_gather(&g, org[r], k0, k0 + n, col + r * POCKMCU_MVE_KCHUNK);
-                            }
-                            for (j = j0; j < j1; j++)
-                            {
-                                const int32x4_t v = pockmcu_mve_dot4(rows, filter_data + (oc0 + j) * kk + k0, n);
-                                acc[j - j0] = k0 == 0 ? v : vaddq_s32(v, acc[j - j0]);
-                            }
-                        }
-                        for (j = j0; j < j1; j++)
-                        {
-                            pockmcu_mve_conv_store(acc[j - j0],
-                                                   pre[j],
-                                                   quant_params->multiplier[oc0 + j],
-                                                   quant_params->shift[oc0 + j],
-                                                   &g,
-                                                   out + j,
-                                                   out_offsets,
-                                                   store);
-                        }
+                        pockmcu_mve_gather_rows(&g, org, col);
                     }
+                    else
+                    {
+                        pockmcu_mve_gather(&g, org, 0, kk, col);
+                    }
+                    pockmcu_mve_conv_pixel(blk, nb, left, col, out, conv_params);
                 }
             }
         }
     }
-    return ARM_CMSIS_NN_SUCCESS;
 }
 
 #endif /* POCKMCU_HAS_MVE */
@@ -331,15 +418,16 @@ arm_cmsis_nn_status pockmcu_convolve_mve_s8(const cmsis_nn_context *ctx,
     {
         (void)ctx;
         (void)bias_dims;
-        return pockmcu_convolve_mve(conv_params,
-                                    quant_params,
-                                    input_dims,
-                                    input_data,
-                                    filter_dims,
-                                    filter_data,
-                                    bias_data,
-                                    output_dims,
-                                    output_data);
+        pockmcu_convolve_mve_px(conv_params,
+                                quant_params,
+                                input_dims,
+                                input_data,
+                                filter_dims,
+                                filter_data,
+                                bias_data,
+                                output_dims,
+                                output_data);
+        return ARM_CMSIS_NN_SUCCESS;
     }
 #endif
     return pockmcu_conv_s8_loops(ctx,

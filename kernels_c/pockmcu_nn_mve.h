@@ -8,7 +8,7 @@
  * loops of pockmcu_layer_loops.h, the very code of the arm_* kernel. Host simulation therefore equals
  * QEMU on Cortex-M55 because the MVE path equals the portable path byte for byte, which
  * tests/test_mve_kernels.py checks in QEMU on hundreds of random geometries and extreme parameters.
- * None needs scratch memory.
+ * None needs scratch memory (the conv and depthwise kernels use up to about 2 KB of stack).
  */
 #ifndef POCKMCU_NN_MVE_H
 #define POCKMCU_NN_MVE_H
@@ -22,8 +22,11 @@ extern "C" {
 /**
  * @brief int8 2D convolution, TFLM ConvPerChannel: arm_convolve_wrapper_s8's arguments and bytes.
  *
- * MVE: four output pixels' receptive fields gathered (im2col) into a fixed 512-byte stack block (about 1.1 KB of stack
- * in all), 16-byte VMLADAVA dot products, requantization over four pixels. Grouped convolutions run the portable loops.
+ * MVE: one output pixel at a time, its receptive field read in place (1x1 and 1xK rows inside the image) or
+ * gathered into a 512-byte stack block, four output channels per tail-predicated VMLADAVA loop whose accumulators
+ * start at bias + input_offset * sum(w), requantization of the four channels as a vector (about 2 KB of stack in
+ * all). Receptive fields over 512 bytes: four pixels gathered in chunks. Grouped convolutions run the portable
+ * loops.
  *
  * @param[in]      ctx            Scratch context; not read (pockmcu_convolve_mve_s8_get_buffer_size() returns 0).
  * @param[in]      conv_params    As for arm_convolve_wrapper_s8: offsets, stride, padding, dilation, clamp.
@@ -70,7 +73,10 @@ int32_t pockmcu_convolve_mve_s8_get_buffer_size(const cmsis_nn_conv_params *conv
  * @brief int8 depthwise convolution, TFLM DepthwiseConvPerChannel: arm_depthwise_conv_wrapper_s8's
  *        arguments and bytes.
  *
- * MVE: eight output channels per int16 vector (a gather for ch_mult > 1), requantization per lane.
+ * MVE, ch_mult 1: 16 channels per pixel from zero-point padded copies of the input rows under each output row
+ * segment (1 KB of stack) and the group's packed weights (1 KB): every tap a widening load at an immediate
+ * offset, VMULLB / VMULLT into int32 accumulators starting at bias + input_offset * sum(w), requantization per
+ * lane. ch_mult > 1 (and filters over 64 taps): eight output channels per int16 vector (a gather).
  *
  * @param[in]      ctx            Scratch context; not read (pockmcu_depthwise_conv_mve_s8_get_buffer_size() returns 0).
  * @param[in]      dw_conv_params As for arm_depthwise_conv_wrapper_s8: offsets, ch_mult, stride, padding,
@@ -175,6 +181,73 @@ arm_cmsis_nn_status pockmcu_fully_connected_per_channel_mve_s8(const cmsis_nn_co
                                                                const int32_t *bias_data,
                                                                const cmsis_nn_dims *output_dims,
                                                                int8_t *output_data);
+
+/**
+ * @brief int8 average pooling (TFLM AveragePool): arm_avgpool_s8's arguments and bytes.
+ *
+ * MVE: each window summed 16 channels at a time (int16 lanes for windows of fewer than 256 values, int32
+ * lanes otherwise), the rounding division and clamp per channel as the portable kernel does them.
+ *
+ * @param[in]      ctx            Scratch context; not read (arm_avgpool_s8_get_buffer_size() returns 0).
+ * @param[in]      pool_params    Stride (>= 1), top/left padding, activation clamp (int8 domain).
+ * @param[in]      input_dims     Input shape [N, H, W, C].
+ * @param[in]      input_data     Input, int8, NHWC.
+ * @param[in]      filter_dims    h, w = window KH, KW; n and c are not read.
+ * @param[in]      output_dims    h, w = OH, OW; n and c are not read (N and C come from input_dims).
+ * @param[out]     output_data    Output, int8 [N, OH, OW, C].
+ *
+ * @return As arm_avgpool_s8 (ARM_CMSIS_NN_ARG_ERROR for a stride < 1 or an empty window, at the same point).
+ */
+arm_cmsis_nn_status pockmcu_avgpool_mve_s8(const cmsis_nn_context *ctx,
+                                           const cmsis_nn_pool_params *pool_params,
+                                           const cmsis_nn_dims *input_dims,
+                                           const int8_t *input_data,
+                                           const cmsis_nn_dims *filter_dims,
+                                           const cmsis_nn_dims *output_dims,
+                                           int8_t *output_data);
+
+/**
+ * @brief int8 element-wise addition of two same-shape tensors (TFLM ADD): arm_elementwise_add_s8's arguments and
+ *        bytes.
+ *
+ * MVE: four elements per int32 vector, the three requantizations per vector (the bits of pockmcu_requantize).
+ *
+ * @param[in]      input_1_vect       First input, int8 [block_size].
+ * @param[in]      input_2_vect       Second input, int8 [block_size].
+ * @param[in]      input_1_offset     -zero point of the first input.
+ * @param[in]      input_1_mult       Multiplier of the first input.
+ * @param[in]      input_1_shift      Its shift.
+ * @param[in]      input_2_offset     -zero point of the second input.
+ * @param[in]      input_2_mult       Multiplier of the second input.
+ * @param[in]      input_2_shift      Its shift.
+ * @param[in]      left_shift         Headroom shift applied to both inputs (20 for int8); outside [0, 31] the
+ *                                    portable kernel runs.
+ * @param[out]     output             Output, int8 [block_size].
+ * @param[in]      out_offset         Output zero point.
+ * @param[in]      out_mult           Output multiplier.
+ * @param[in]      out_shift          Output shift.
+ * @param[in]      out_activation_min Lower clamp (int8 domain).
+ * @param[in]      out_activation_max Upper clamp (int8 domain).
+ * @param[in]      block_size         Number of elements.
+ *
+ * @return ARM_CMSIS_NN_SUCCESS.
+ */
+arm_cmsis_nn_status pockmcu_elementwise_add_mve_s8(const int8_t *input_1_vect,
+                                                   const int8_t *input_2_vect,
+                                                   const int32_t input_1_offset,
+                                                   const int32_t input_1_mult,
+                                                   const int32_t input_1_shift,
+                                                   const int32_t input_2_offset,
+                                                   const int32_t input_2_mult,
+                                                   const int32_t input_2_shift,
+                                                   const int32_t left_shift,
+                                                   int8_t *output,
+                                                   const int32_t out_offset,
+                                                   const int32_t out_mult,
+                                                   const int32_t out_shift,
+                                                   const int32_t out_activation_min,
+                                                   const int32_t out_activation_max,
+                                                   const int32_t block_size);
 
 #ifdef __cplusplus
 }

@@ -172,3 +172,9 @@ TABLE["DEPTHWISE_CONV_2D"] = TABLE["DEPTHWISE_CONV_2D"] + (_k("pockmcu_depthwise
                                                               features=("mve",)),)
 # the pointwise class on M55: Helium's conv kernel reads 1x1 inputs in place (no scratch)
 TABLE["CONV_2D"] = TABLE["CONV_2D"] + (_k("pockmcu_convolve_mve_s8", "tflm", "1x1", ("mve",)),)
+# the average pool on M55 (kernels_c/pockmcu_avgpool_mve_s8.c): window sums 16 channels per Helium vector, the
+# portable division per channel; the same bytes as arm_avgpool_s8, no scratch
+TABLE["AVERAGE_POOL_2D"] = TABLE["AVERAGE_POOL_2D"] + (_k("pockmcu_avgpool_mve_s8", features=("mve",)),)
+# same-shape ADD on M55 (kernels_c/pockmcu_elementwise_add_mve_s8.c): four elements per Helium vector, the bytes of
+# arm_elementwise_add_s8, no scratch
+TABLE["ADD"] = TABLE["ADD"] + (_k("pockmcu_elementwise_add_mve_s8", features=("mve",)),)

@@ -2,7 +2,8 @@
 
 One C program runs hundreds of random cases (channels 1..67 with odd counts and non-multiples of 16,
 kernels 1..7, strides 1..3, dilations 1..3, SAME / VALID / asymmetric padding, ch_mult 1..3, batches,
-per-channel multipliers and shifts from -31 to +7, extreme zero points, clamps, with and without bias)
+per-channel multipliers and shifts from -31 to +7, extreme zero points, clamps, with and without bias; plus
+fixed larger geometries (BIG), average pools and element-wise adds from a second random stream)
 through both the portable kernel (arm_*) and the MVE kernel (pockmcu_*_mve_s8) in the same run and
 writes both outputs plus 16 guard bytes after each; the test compares them. On qemu-m55 the MVE code
 runs (Helium); on qemu-m4 and on the host (-fsanitize=address,undefined) the same program builds the
@@ -30,6 +31,8 @@ from pockmcu.training import params
 from tests.qemu_c import KERNELS, build_program, run_program
 
 KERNEL_FILES = ["arm_convolve_wrapper_s8.c", "arm_depthwise_conv_wrapper_s8.c", "arm_fully_connected_s8.c",
+                "arm_avgpool_s8.c", "pockmcu_avgpool_mve_s8.c", "arm_elementwise_add_s8.c",
+                "pockmcu_elementwise_add_mve_s8.c",
                 "arm_fully_connected_per_channel_s8.c", "pockmcu_convolve_mve_s8.c",
                 "pockmcu_depthwise_conv_mve_s8.c", "pockmcu_fully_connected_mve_s8.c",
                 "pockmcu_fully_connected_per_channel_mve_s8.c", "pockmcu_convolve_mve_s8_get_buffer_size.c",
@@ -43,7 +46,7 @@ RUN_C = r"""
 #include "pockmcu_nn.h"
 
 #define GUARD 16
-/* Case header (int32): kind (0 conv, 1 depthwise, 2 fc, 3 fc per channel), n, in_h, in_w, in_c, out_h,
+/* Case header (int32): kind (0 conv, 1 depthwise, 2 fc, 3 fc per channel, 4 average pool, 5 add), n, in_h, in_w, in_c, out_h,
  * out_w, out_c, k_h, k_w, k_c, stride_h, stride_w, dil_h, dil_w, pad_h, pad_w, input_offset,
  * output_offset, act_min, act_max, ch_mult, filter_offset, has_bias, input bytes, filter bytes; then
  * multiplier[out_c], shift[out_c], bias[out_c], input, filter (each padded to 4 bytes).
@@ -61,7 +64,7 @@ static uint32_t pad4(uint32_t n) { return (n + 3u) & ~3u; }
 static uint32_t run_cases(const uint8_t *p, const uint8_t *end, uint8_t *out)
 {
     uint8_t *o = out;
-    static int32_t mult[128], shift[128], bias[128];
+    static int32_t mult[320], shift[320], bias[320];
     while (p < end)
     {
         int32_t h[26];
@@ -88,7 +91,23 @@ static uint32_t run_cases(const uint8_t *p, const uint8_t *end, uint8_t *out)
         y0 = (int8_t *)o + 12;
         y1 = y0 + pad4((uint32_t)(out_bytes + GUARD));
         memset(y0, 0x5A, (size_t)(2 * pad4((uint32_t)(out_bytes + GUARD))));
-        if (h[0] <= 1)
+        if (h[0] == 5)
+        {
+            /* add: in_c elements; input 2 in the filter bytes, its offset in filter_offset, left_shift in ch_mult;
+             * multipliers / shifts [0] input 1, [1] input 2, [2] output */
+            st0 = arm_elementwise_add_s8(input, filter, h[17], mult[0], shift[0], h[22], mult[1], shift[1], h[21],
+                                         y0, h[18], mult[2], shift[2], h[19], h[20], h[4]);
+            st1 = pockmcu_elementwise_add_mve_s8(input, filter, h[17], mult[0], shift[0], h[22], mult[1], shift[1],
+                                                 h[21], y1, h[18], mult[2], shift[2], h[19], h[20], h[4]);
+        }
+        else if (h[0] == 4)
+        {
+            cmsis_nn_pool_params c = {{h[12], h[11]}, {h[16], h[15]}, {h[19], h[20]}};
+            f_d.n = 1; f_d.h = h[8]; f_d.w = h[9]; f_d.c = 1;
+            st0 = arm_avgpool_s8(&ctx, &c, &in_d, input, &f_d, &o_d, y0);
+            st1 = pockmcu_avgpool_mve_s8(&ctx, &c, &in_d, input, &f_d, &o_d, y1);
+        }
+        else if (h[0] <= 1)
         {
             cmsis_nn_per_channel_quant_params q = {mult, shift};
             f_d.n = h[7]; f_d.h = h[8]; f_d.w = h[9]; f_d.c = h[10];
@@ -137,8 +156,8 @@ static uint32_t run_cases(const uint8_t *p, const uint8_t *end, uint8_t *out)
 
 QEMU_MAIN = RUN_C + r"""
 #include "semihost.h"
-static uint8_t cases[368 * 1024];
-static uint8_t outs[96 * 1024];
+static uint8_t cases[400 * 1024];
+static uint8_t outs[80 * 1024];
 
 int main(void)
 {
@@ -174,7 +193,7 @@ int main(int argc, char **argv)
     n = ftell(f);
     fseek(f, 0, SEEK_SET);
     cases = malloc((size_t)n);
-    outs = malloc(96 * 1024);
+    outs = malloc(80 * 1024);
     if (!cases || !outs || fread(cases, 1, (size_t)n, f) != (size_t)n) return 2;
     fclose(f);
     size = run_cases(cases, cases + n, outs);
@@ -187,7 +206,7 @@ int main(int argc, char **argv)
 }
 """
 
-KINDS = ("conv", "depthwise", "fc", "fc_per_channel")
+KINDS = ("conv", "depthwise", "fc", "fc_per_channel", "avgpool", "add")
 
 
 def _out_size(n_in, k, stride, dil, pad_total):
@@ -203,22 +222,26 @@ def _quant(rng, out_c, extreme):
     return mult.astype(np.int64), shift.astype(np.int64)
 
 
-def make_case(rng, kind: str, i: int) -> tuple[dict, bytes]:
-    """One random case: its parameters and its record for the C program."""
+def make_case(rng, kind: str, i: int, big: dict | None = None) -> tuple[dict, bytes]:
+    """One random case: its parameters and its record for the C program (big: a fixed geometry, see BIG)."""
     extreme = i % 5 == 0
     batches = int(rng.integers(1, 3)) if i % 4 == 0 else 1
     h = dict(kind=KINDS.index(kind), n=batches, ch_mult=1, filter_offset=0, dil_h=1, dil_w=1, stride_h=1,
              stride_w=1, pad_h=0, pad_w=0, k_h=1, k_w=1)
-    if kind in ("conv", "depthwise"):
+    if kind in ("conv", "depthwise", "avgpool"):
         while True:
             k_h, k_w = (int(rng.integers(1, 8)) for _ in range(2))
             if i % 6 == 1:      # the KWS / MobileNet shapes: 1x1 and 3x3
                 k_h = k_w = 1 if kind == "conv" and i % 12 == 1 else 3
             s_h, s_w = (int(rng.integers(1, 4)) for _ in range(2))
-            d_h, d_w = (int(rng.integers(1, 4)) if rng.random() < 0.3 else 1 for _ in range(2))
+            d_h, d_w = (int(rng.integers(1, 4)) if rng.random() < 0.3 and kind != "avgpool" else 1 for _ in range(2))
             in_h, in_w = (int(rng.integers(1, 11)) for _ in range(2))
             in_h, in_w = min(in_h, 3 + 5 * (i % 3 == 1)), min(in_w, 4 + 4 * (i % 3 == 1))
             mode = rng.choice(["valid", "same", "asym"])
+            if big is not None:
+                k_h, k_w, s_h, s_w, d_h, d_w, in_h, in_w = (big[k] for k in ("k", "k", "s", "s", "d", "d", "h", "w"))
+                k_h, k_w = big.get("kh", k_h), big.get("kw", k_w)
+                mode = big["mode"]
             pads = []
             for n_in, k, s, d in ((in_h, k_h, s_h, d_h), (in_w, k_w, s_w, d_w)):
                 eff = d * (k - 1) + 1
@@ -235,14 +258,20 @@ def make_case(rng, kind: str, i: int) -> tuple[dict, bytes]:
             if out_h >= 1 and out_w >= 1:
                 break
         if kind == "conv":
-            in_c = int(rng.integers(1, 68))
+            in_c = int(rng.integers(1, 68)) if big is None else big["c"]
             # the whole file must fit the QEMU program's buffer: at most ~1.4 KB of weights per case
-            out_c = max(1, min(int(rng.integers(1, 68)), 1400 // (k_h * k_w * in_c)))
+            out_c = max(1, min(int(rng.integers(1, 68)), 1400 // (k_h * k_w * in_c))) if big is None else big["oc"]
             k_c = in_c
             filt_shape = (out_c, k_h, k_w, in_c)
+        elif kind == "avgpool":
+            in_c = int(rng.integers(1, 68)) if big is None else big["c"]
+            out_c = k_c = in_c
+            filt_shape = (0,)
         else:
             in_c = int(rng.integers(1, 68)) // (1 if i % 3 else 3) or 1
             ch_mult = int(rng.integers(1, 4)) if i % 3 == 0 else 1
+            if big is not None:
+                in_c, ch_mult = big["c"], big.get("m", 1)
             out_c = in_c * ch_mult
             k_c = out_c
             h["ch_mult"] = ch_mult
@@ -250,6 +279,11 @@ def make_case(rng, kind: str, i: int) -> tuple[dict, bytes]:
         h.update(in_h=in_h, in_w=in_w, in_c=in_c, out_h=out_h, out_w=out_w, out_c=out_c, k_h=k_h, k_w=k_w, k_c=k_c,
                  stride_h=s_h, stride_w=s_w, dil_h=d_h, dil_w=d_w, pad_h=pads[0][0], pad_w=pads[1][0])
         in_shape = (batches, in_h, in_w, in_c)
+    elif kind == "add":
+        block = int(rng.integers(3, 300))
+        h.update(in_h=1, in_w=1, in_c=block, out_h=1, out_w=1, out_c=block, k_c=block,
+                 filter_offset=int(rng.integers(-127, 129)), ch_mult=int(rng.choice([20, 20, 0, 7, 31])))
+        filt_shape = in_shape = (block,)
     else:
         depth = int(rng.integers(1, 300))
         out_c = max(1, min(int(rng.integers(1, 68)), 900 // depth))
@@ -285,14 +319,44 @@ def make_case(rng, kind: str, i: int) -> tuple[dict, bytes]:
     return h, rec
 
 
+# Fixed larger geometries for the Helium paths the small random ones reach rarely: depthwise rows wider than
+# one padded-line segment (3x3 and general filters, strides, dilation), full and partial 16-channel groups;
+# convolutions with receptive fields beyond the 512-byte gather block (the chunked path), 1x1 layers with
+# more than 64 output channels (several channel blocks) and 1xK rows read in place.
+BIG = [
+    ("depthwise", dict(k=3, s=1, d=1, h=3, w=30, c=33, mode="same")),
+    ("depthwise", dict(k=3, s=2, d=1, h=4, w=40, c=16, mode="same")),
+    ("depthwise", dict(k=5, s=1, d=2, h=5, w=26, c=21, mode="asym")),
+    ("depthwise", dict(k=3, kh=2, kw=7, s=3, d=1, h=4, w=40, c=9, mode="valid")),
+    ("depthwise", dict(k=3, s=1, d=1, h=3, w=9, c=67, mode="same")),
+    ("depthwise", dict(k=9, s=1, d=1, h=9, w=9, c=5, mode="same")),
+    ("conv", dict(k=3, s=1, d=1, h=4, w=5, c=67, oc=3, mode="same")),
+    ("conv", dict(k=1, s=1, d=1, h=3, w=5, c=12, oc=70, mode="valid")),
+    ("conv", dict(k=3, kh=1, kw=5, s=1, d=1, h=2, w=9, c=7, oc=9, mode="same")),
+    ("conv", dict(k=3, s=2, d=2, h=7, w=7, c=5, oc=6, mode="asym")),
+    ("avgpool", dict(k=16, s=1, d=1, h=16, w=16, c=17, mode="valid")),  # 256 values: the int32 sums
+    ("avgpool", dict(k=3, kh=25, kw=5, s=1, d=1, h=25, w=5, c=20, mode="valid")),  # KWS's global pool
+]
+
+
 def all_cases(seed: int = 13, per_kind: int = 64):
     rng = np.random.default_rng(seed)
     cases, blob = [], b""
     for i in range(per_kind):
-        for kind in KINDS:
+        for kind in KINDS[:4]:
             h, rec = make_case(rng, kind, i)
             cases.append((kind, h))
             blob += rec
+    pool_rng = np.random.default_rng(seed + 1)       # the average pools: their own stream, few and small
+    for i in range(per_kind // 8):
+        for kind in ("avgpool", "add"):
+            h, rec = make_case(pool_rng, kind, i)
+            cases.append((kind, h))
+            blob += rec
+    for j, (kind, big) in enumerate(BIG):
+        h, rec = make_case(rng, kind, 1 + 5 * (j % 2), big)   # every other one with extreme values
+        cases.append((kind, h))
+        blob += rec
     return cases, blob
 
 
@@ -317,20 +381,22 @@ def check(cases, out: bytes, where: str, mve: bool) -> None:
 
 def test_cases_cover_the_brief():
     cases, blob = all_cases()
-    assert len(blob) < 368 * 1024 and sum(2 * (h["n"] * h["out_h"] * h["out_w"] * h["out_c"] + 20) + 12
-                                          for k, h in cases) < 96 * 1024
+    assert len(blob) < 400 * 1024 and sum(2 * (h["n"] * h["out_h"] * h["out_w"] * h["out_c"] + 20) + 12
+                                          for k, h in cases) < 80 * 1024
     hs = [h for k, h in cases if k in ("conv", "depthwise")]
     assert {h["k_h"] for h in hs} >= set(range(1, 8)) and {h["stride_w"] for h in hs} >= {1, 2, 3}
     assert {h["dil_h"] for h in hs} >= {1, 2, 3} and {h["ch_mult"] for h in hs} >= {1, 2, 3}
     assert any(h["in_c"] % 2 and h["in_c"] > 16 for h in hs) and any(h["pad_h"] for h in hs)
     assert {h["input_offset"] for k, h in cases} >= {128, -127}
+    assert max(h["out_c"] for k, h in cases) <= 320          # the C program's multiplier / shift / bias arrays
+    assert {k for k, h in cases} == set(KINDS)
 
 
 @pytest.mark.qemu
 @pytest.mark.parametrize("target", ["qemu-m55", "qemu-m4"])
 def test_mve_kernels_equal_portable_in_qemu(tmp_path, target):
     cases, blob = all_cases()
-    elf = build_program(tmp_path, target, QEMU_MAIN, KERNEL_FILES)
+    elf = build_program(tmp_path, target, QEMU_MAIN, KERNEL_FILES, stack_bytes=8192)
     out = run_program(elf, target, {"cases.bin": blob}, ["out.bin"])["out.bin"]
     check(cases, out, target, mve=target == "qemu-m55")
 
