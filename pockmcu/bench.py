@@ -437,11 +437,55 @@ def serial_bench(models_dir: Path, samples: int = 2000, rates=(0.0, 0.001, 0.01)
     return "\n".join(out) + "\n"
 
 
+def _supported(model: Path) -> bool:
+    try:
+        load_and_check(model)
+    except PockError:
+        return False
+    return True
+
+
+def flash_bytes(model: str | Path, target: str, kernels: str) -> dict:
+    """Flash (.text + .data, arm-none-eabi-size) of the firmware for ``model`` on ``target`` with ``--kernels
+    kernels`` (built, not run), and the flash rule's record from plan.json (``--kernels auto``)."""
+    with tempfile.TemporaryDirectory(prefix="pockmcu-flash-") as d:
+        c = compile_model(model, ram=min(4 << 20, get_target(target).ram_bytes), target=target, kernels=kernels)
+        out = write_project(c, Path(d) / "out")
+        return dict(flash=elf_size(build_target(out, target))["flash"], rule=read_plan(out)["kernels"].get("rule"))
+
+
+def flash_markdown(models: list[Path], targets: list[str], log=sys.stderr) -> str:
+    """Per model and core: flash with --kernels portable, auto (the flash rule) and fastest (every optimized
+    kernel), the growth over portable, and how many layers the rule kept off their fastest row."""
+    out = ["# Flash per kernel choice", "",
+           "Written by `python -m pockmcu.bench --flash`. Flash = .text + .data of the firmware "
+           "(`arm-none-eabi-size`), arm-none-eabi-gcc 12 -O2 (fallback-only kernels -Os). auto = `--kernels auto` "
+           "(optimized kernels within +10% of the portable build's counted flash, pockmcu/kernel_choice.py), "
+           "fastest = every optimized kernel of the core.", "",
+           "| model | target | portable B | auto B | auto / portable | fastest B | fastest / portable | "
+           "layers kept portable by the rule |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for m in models:
+        for t in targets:
+            log.write(f"flash {m.name} on {t} ...\n")
+            try:
+                r = {k: flash_bytes(m, t, k) for k in ("portable", "auto", "fastest")}
+            except PockError as exc:
+                out.append(f"| {m.name} | {t} | failed: {str(exc)[:90]} |" + " |" * 5)
+                continue
+            p, a, f = (r[k]["flash"] for k in ("portable", "auto", "fastest"))
+            rule = r["auto"]["rule"]
+            out.append(f"| {m.name} | {t} | {p:,} | {a:,} | {a / p:.3f} | {f:,} | {f / p:.3f} | "
+                       f"{len(rule['fallbacks']) if rule else '-'} |")
+    return "\n".join(out) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pockmcu.bench")
     ap.add_argument("--all", action="store_true", help="every model in --models on every QEMU target (ours "
                     "optimized, ours portable, Arm's CMSIS-NN with --cmsis-nn) and the per-kernel table")
     ap.add_argument("--kernels-table", action="store_true", help="only the per-kernel MAC/instruction table")
+    ap.add_argument("--flash", action="store_true", help="flash per model and core: portable, auto, fastest "
+                    "(built, not run)")
     ap.add_argument("--cmsis-nn", default=os.environ.get("CMSIS_NN_PATH") or None, metavar="PATH",
                     help="a CMSIS-NN checkout to measure Arm's kernels on the same schedules (default $CMSIS_NN_PATH)")
     ap.add_argument("--train", action="store_true", help="the training table (full/sparse, reordered or not)")
@@ -468,6 +512,10 @@ def main(argv=None) -> int:
     if args.all or args.kernels_table:
         cmsis = cmsis_nn_checkout("cmsis-nn", args.cmsis_nn) if args.cmsis_nn else None
         sections.append(kernel_markdown(kernel_table(args.targets.split(","), bench_model, cmsis), cmsis))
+    if args.flash:
+        models = [p for p in sorted(Path(args.models).glob("*.tflite")) + sorted(Path(args.models).glob("*.onnx"))
+                  if _supported(p)]
+        sections.append(flash_markdown(models, [t for t in args.targets.split(",") if t != "qemu-m3"]))
     if args.train:
         sections.append(training_markdown(bench_training_all(Path(args.models))))
     if args.digits:
@@ -480,7 +528,7 @@ def main(argv=None) -> int:
     if args.serial:
         sections.append(serial_bench(Path(args.models), args.serial_samples))
     if not sections:
-        ap.error("give --all, --kernels-table, --train, --digits, --zoo, --planner and/or --serial")
+        ap.error("give --all, --kernels-table, --flash, --train, --digits, --zoo, --planner and/or --serial")
     Path(args.output).write_text("\n".join(sections))
     print(f"wrote {args.output}")
     return 0
