@@ -158,8 +158,7 @@ def apply_cost_rule(g: Graph, target: str, table: dict | None = None) -> Graph:
                 reasons[f] = f"no measured size on {core} (python -m pockmcu.kernel_sizes measures every table row)"
                 continue
             if n is None:
-                reasons[f] = (f"no instructions-per-MAC measurement on {core} (python -m pockmcu.kernel_sizes "
-                              "measures the rows the core's fastest build runs)")
+                reasons[f] = f"no instructions-per-MAC measurement on {core} (python -m pockmcu.kernel_sizes)"
                 continue
             cost, saving = b - now_bytes, now_instr - n
             if saving <= 0:

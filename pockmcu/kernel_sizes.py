@@ -28,12 +28,13 @@ import json
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from .bench import random_input, run_profiled
 from .build import require_tool
 from .codegen import write_project
-from .compiler import compile_model
+from .compiler import compile_graph, load_and_check
 from .kernel_bench import Layer, layer_model
 from .kernel_choice import SIZES_FILE, load_table, weighed_kinds
 from .kernel_table import TABLE
@@ -111,18 +112,24 @@ def measure_sizes(cores=tuple(CORES)) -> dict:
 
 
 def measure_speeds(cores=tuple(CORES), log=sys.stderr) -> dict:
-    """{core: {function: instructions per MAC}} from QEMU runs of SPEED_LAYERS (fastest and portable; a
-    kernel already measured on the core is not measured again)."""
+    """{core: {function: instructions per MAC}} from QEMU runs of SPEED_LAYERS (fastest, on a Helium core also
+    fastest without the Helium rows, which measures its DSP rows, and portable; a kernel already measured on
+    the core is not measured again)."""
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="pockmcu-speeds-") as d:
         for core in cores:
             rows: dict = {}
             target = CORES[core]
+            runs = [("fastest", frozenset()), ("portable", frozenset())]
+            if get_target(target).mve:
+                runs.insert(1, ("fastest", frozenset(r.function for rs in TABLE.values() for r in rs
+                                                     if "mve" in r.features)))
             for name, spec in SPEED_LAYERS.items():
                 model = Path(d) / f"{name.replace(' ', '_')}.tflite"
                 model.write_bytes(layer_model(Layer(**spec)))
-                for kernels in ("fastest", "portable"):
-                    c = compile_model(model, ram=get_target(target).ram_bytes, target=target, kernels=kernels)
+                for kernels, off in runs:
+                    g = replace(load_and_check(model), kernels_off=off)
+                    c = compile_graph(g, ram=get_target(target).ram_bytes, target=target, kernels=kernels)
                     prj = write_project(c, Path(d) / "o")
                     plan = read_plan(prj)
                     (step,) = [s for s in plan["steps"] if s["macs"]]
