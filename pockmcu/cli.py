@@ -25,6 +25,7 @@ from .compiler import KERNELS, TrainOptions, compile_model, parse_size
 from .errors import PockError
 from .export import export_tflite
 from .inspect import inspect
+from .kernel_choice import summary as rule_summary
 from .runner import run_on_target
 from .search import Searcher, format_table, load_calib, render_plan_html, search_update
 from .sim import load
@@ -114,8 +115,9 @@ def cmd_gen(args) -> int:
     print(f"wrote {out}: {len(compiled.graph.ops)} ops, arena {p.arena_bytes} B (lower bound "
           f"{p.lower_bound_bytes} B), RAM {compiled.ram_needed} of {ram} B, weights {compiled.weights_bytes} B")
     g = compiled.graph
+    rule = rule_summary(g)
     print(f"kernels: {g.library} for {target} ({', '.join(sorted(g.features)) or 'portable C'}); "
-          f"the kernel of every step is in {out / 'plan.json'}")
+          f"{rule + '; ' if rule else ''}the kernel of every step is in {out / 'plan.json'}")
     if compiled.train:
         tg = compiled.train
         print(f"training: {tg.spec.describe()}; persistent RAM {compiled.persistent_ram_bytes} B; "
@@ -276,8 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "in-place-depthwise (a depthwise input gradient written over its output gradient), "
                         "split-storage (only the trained input channels of a conv weight in RAM)")
     g.add_argument("--kernels", choices=KERNELS, default="auto",
-                   help="auto: pockmcu's kernels, optimized for the target's core (default); portable: pockmcu's "
-                        "portable C; cmsis-nn: Arm's CMSIS-NN API with its scratch planned for the target's core "
+                   help="auto: pockmcu's kernels, optimized for the target's core where they pay for their flash "
+                        "(at most +10%%, pockmcu/kernel_choice.py; default); fastest: every optimized kernel the core "
+                        "has, whatever the flash; portable: pockmcu's portable C; cmsis-nn: Arm's CMSIS-NN API with its "
+                        "scratch planned for the target's core "
                         "(build with make CMSIS_NN_PATH=...)")
     g.add_argument("--numerics", choices=["onnxruntime", "tflm"],
                    help="whose integer results to reproduce: onnxruntime (float32 requantization emulated exactly "

@@ -23,6 +23,7 @@ from .ccode import float_lit as ccode_float_lit
 from .compiler import RUNTIME_RAM_BYTES, Compiled
 from .errors import PockError
 from .ir import C_TYPES, DTYPE_BYTES, Graph, Tensor, c_ident
+from .kernel_choice import fallback_only
 from .kernel_table import Kernel, choose
 from .ops import opdef
 from .ops.base import option_items
@@ -225,7 +226,8 @@ class CodeGen:
     def kernel(self, op) -> Kernel:
         """The kernel-choice table's row for ``op`` on this target (kernel_table.py)."""
         d = opdef(op.kind)
-        return choose(op.kind, d.kernel, self.g.numerics, self.features, d.variant(self.g, op, self), self.g.library)
+        return choose(op.kind, d.kernel, self.g.numerics, self.features, d.variant(self.g, op, self), self.g.library,
+                      off=self.g.kernels_off)
 
     def describe(self, op) -> str:
         if op.location == "training graph":
@@ -322,7 +324,8 @@ class CodeGen:
         return dict(
             generator=f"pockmcu {__version__}", model=Path(g.source).name, format=g.format, target=c.target,
             model_file="original" + Path(g.source).suffix.lower(),
-            kernels=dict(library=g.library, features=sorted(g.features)),
+            kernels=dict(library=g.library, features=sorted(g.features), **({"rule": g.kernel_choice}
+                                                                             if g.kernel_choice else {})),
             arena_bytes=p.arena_bytes, lower_bound_bytes=p.lower_bound_bytes,
             greedy_by_size_bytes=p.greedy_bytes, planner=p.strategy,
             persistent_ram_bytes=c.persistent_ram_bytes, stack_bytes=c.stack_bytes,
@@ -385,7 +388,8 @@ def write_project(c: Compiled, out: str | Path) -> Path:
                               flash_bytes=c.flash_budget, stack_bytes=c.stack_bytes,
                               default_target=c.target, model_name=c_ident(Path(c.graph.source).stem),
                               input_bytes=sum(t["bytes"] for t in plan["inputs"]),
-                              float_inputs=any(t["dtype"] == "float32" for t in plan["inputs"])),
+                              float_inputs=any(t["dtype"] == "float32" for t in plan["inputs"]),
+                              cold_kernels=fallback_only({f for s in plan["steps"] for f in s["calls"]})),
         "plan.json": json.dumps(plan, indent=1) + "\n",
     }
 

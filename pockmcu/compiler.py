@@ -13,6 +13,7 @@ from pathlib import Path
 from .errors import PockError
 from .frontend import load_model
 from .ir import Graph
+from .kernel_choice import apply_cost_rule
 from .kernel_table import target_features
 from .lifetimes import lifetimes, live_bytes
 from .ops import REGISTRY, TFLITE_BUILTINS, opdef
@@ -138,17 +139,20 @@ class Compiled:
 
 
 NUMERICS = ("onnxruntime", "tflm")
-#: --kernels: "auto" (pockmcu's kernels, optimized for the target's core), "portable" (pockmcu's
-#: portable C on any core) or "cmsis-nn" (Arm's CMSIS-NN API, scratch planned for Arm's kernels)
-KERNELS = ("auto", "portable", "cmsis-nn")
+#: --kernels: "auto" (pockmcu's kernels, optimized for the target's core where they pay for their flash:
+#: kernel_choice.py), "fastest" (every optimized kernel the core has, whatever the flash), "portable"
+#: (pockmcu's portable C on any core) or "cmsis-nn" (Arm's CMSIS-NN API, scratch planned for Arm's kernels)
+KERNELS = ("auto", "fastest", "portable", "cmsis-nn")
 
 
 def with_kernels(g: Graph, target: str, kernels: str = "auto") -> Graph:
-    """``g`` with the kernel library and core features the target and --kernels give (a new Graph)."""
+    """``g`` with the kernel library and core features the target and --kernels give (a new Graph);
+    ``auto`` then applies the flash cost rule (kernel_choice.apply_cost_rule)."""
     if kernels not in KERNELS:
         raise PockError(f"--kernels {kernels!r}: choose one of {', '.join(KERNELS)}")
     features = frozenset() if kernels == "portable" else target_features(get_target(target))
-    return replace(g, library="cmsis-nn" if kernels == "cmsis-nn" else "pockmcu", features=features)
+    g = replace(g, library="cmsis-nn" if kernels == "cmsis-nn" else "pockmcu", features=features)
+    return apply_cost_rule(g, target) if kernels == "auto" else g
 
 
 def default_numerics(path) -> str:

@@ -109,6 +109,10 @@ class Graph:
     library: str = "pockmcu"
     #: the core features the kernels may use (kernel_table.target_features; empty: portable C)
     features: frozenset = frozenset()
+    #: optimized kernels the flash cost rule left out (kernel_choice.py; ``--kernels auto``): the layers
+    #: that would run them take the next row of the table; and the rule's reasons, for plan.json and gen
+    kernels_off: frozenset = frozenset()
+    kernel_choice: dict = field(default_factory=dict)
     #: ONNX models: IR tensor name -> (ONNX value name, layout, ONNX shape, ONNX dtype), for
     #: comparing layer outputs with onnxruntime
     onnx_values: dict = field(default_factory=dict)

@@ -126,7 +126,8 @@ class FullyConnected(OpDef):
         when there are fewer); the portable kernels need none."""
         if g.library != "pockmcu":
             return super().scratch_bytes(g, op, in_place)
-        if choose(self.kind, self.kernel, g.numerics, g.features, self.quant_class(g, op)).function not in DSP_SCRATCH:
+        if choose(self.kind, self.kernel, g.numerics, g.features, self.quant_class(g, op),
+                  off=g.kernels_off).function not in DSP_SCRATCH:
             return 0
         return dsp_column_bytes(int(op.prepared.in_features), int(op.prepared.batches))
 
