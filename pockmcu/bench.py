@@ -166,11 +166,11 @@ def side_by_side(model: str | Path, target: str, cmsis_nn_path: str | Path | Non
     equal to the optimized build's (``same_schedule``: Arm's plan runs the ops in the same order)."""
     row = dict(model=Path(model).name, target=target)
     row["auto"] = bench_model(model, target, kernels="auto", seed=seed)
-    row["fastest"] = bench_model(model, target, kernels="fastest", seed=seed)
+    row["compact"] = bench_model(model, target, kernels="compact", seed=seed)
     row["portable"] = bench_model(model, target, kernels="portable", seed=seed)
     row["arm"] = bench_model(model, target, kernels="cmsis-nn", cmsis_nn_path=cmsis_nn_path,
                              seed=seed) if cmsis_nn_path else None
-    runs = [r for r in (row["fastest"], row["portable"], row["arm"]) if r]
+    runs = [r for r in (row["compact"], row["portable"], row["arm"]) if r]
     row["outputs_equal"] = all(r["output_hex"] == row["auto"]["output_hex"] for r in runs)
     row["same_schedule"] = row["arm"] is None or row["arm"]["schedule"] == row["auto"]["schedule"]
     return row
@@ -201,20 +201,21 @@ def _ratio(a: int, b: int) -> str:
 def markdown(rows: list[dict], cmsis_nn: str | None = None) -> str:
     arm_note = (f"Arm = Arm's CMSIS-NN ({cmsis_nn}) on the same generated schedule (`--kernels cmsis-nn`, built with "
                 "`make CMSIS_NN_PATH=...`, scratch planned for Arm's kernels on that core); 'outputs' says whether the "
-                "fastest, portable and Arm builds gave the auto build's output bytes exactly. "
+                "compact, portable and Arm builds gave the auto build's output bytes exactly. "
                 if cmsis_nn else "Arm's CMSIS-NN column is empty: run with CMSIS_NN_PATH set to a CMSIS-NN checkout. ")
     out = ["# Inference benchmarks", "",
            "Written by `make bench` (`python -m pockmcu.bench --all`). Exact instruction counts from QEMU 7.2 "
            "with `-icount shift=8` (instructions, not cycles), one inference on a seeded random input, built by "
-           "arm-none-eabi-gcc 12 at -O2. ours = `--kernels auto` (the kernel table's choice for the core within "
-           "the flash rule: at most +10% flash, pockmcu/kernel_choice.py), fastest = `--kernels fastest` (every "
-           "optimized kernel of the core), portable = `--kernels portable` (portable C on every core). " + arm_note +
+           "arm-none-eabi-gcc 12 at -O2. ours = `--kernels auto` (every layer on the fastest row of the kernel "
+           "table for the core), compact = `--kernels compact` (optimized kernels only within the flash rule: at "
+           "most +10% over portable, pockmcu/kernel_choice.py), portable = `--kernels portable` (portable C on "
+           "every core). " + arm_note +
            "Flash = .text + .data of the whole firmware from `arm-none-eabi-size`; RAM = .data + .bss including "
            "the stack reserve; arena and lower bound from `plan.json`; gen = wall time of `pockmcu gen` (this "
            "machine).", "",
            "| model | target | ours instr | ours MAC/instr | portable instr | Arm instr | Arm MAC/instr | Arm / ours | "
            "outputs | MACs | arena B (ours / Arm) | lower bound B | flash B (ours / portable / Arm) | "
-           "RAM B (ours / Arm) | gen s | fastest instr | fastest flash B |",
+           "RAM B (ours / Arm) | gen s | compact instr | compact flash B |",
            "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if "skipped" in r:
@@ -232,7 +233,7 @@ def markdown(rows: list[dict], cmsis_nn: str | None = None) -> str:
             ratio = _ratio(arm["instructions"], a["instructions"]) if arm else "-"
 
             def fast_col(key: str) -> str:
-                return f"{r['fastest'][key]:,}" if r.get("fastest") else "-"
+                return f"{r['compact'][key]:,}" if r.get("compact") else "-"
 
             out.append(
                 f"| {r['model']} | {r['target']} | {a['instructions']:,} | {a['macs_per_instruction']:.3f} | "
@@ -453,7 +454,7 @@ def _supported(model: Path) -> bool:
 
 def flash_bytes(model: str | Path, target: str, kernels: str) -> dict:
     """Flash (.text + .data, arm-none-eabi-size) of the firmware for ``model`` on ``target`` with ``--kernels
-    kernels`` (built, not run), and the flash rule's record from plan.json (``--kernels auto``)."""
+    kernels`` (built, not run), and the flash rule's record from plan.json (``--kernels compact``)."""
     with tempfile.TemporaryDirectory(prefix="pockmcu-flash-") as d:
         c = compile_model(model, ram=min(4 << 20, get_target(target).ram_bytes), target=target, kernels=kernels)
         out = write_project(c, Path(d) / "out")
@@ -461,34 +462,33 @@ def flash_bytes(model: str | Path, target: str, kernels: str) -> dict:
 
 
 def flash_markdown(models: list[Path], targets: list[str], log=sys.stderr) -> str:
-    """Per model and core: flash with --kernels portable, auto (the flash rule) and fastest (every optimized
+    """Per model and core: flash with --kernels portable, compact (the flash rule) and auto (every optimized
     kernel), the growth over portable, and how many layers the rule kept off their fastest row."""
     out = ["# Flash per kernel choice", "",
            "Written by `python -m pockmcu.bench --flash`. Flash = .text + .data of the firmware "
            "(`arm-none-eabi-size`), arm-none-eabi-gcc 12 -O2 (fallback-only kernels -Os). auto = `--kernels auto` "
-           "(optimized kernels within +10% of the portable build's counted flash, pockmcu/kernel_choice.py), "
-           "fastest = every optimized kernel of the core.", "",
-           "| model | target | portable B | auto B | auto / portable | fastest B | fastest / portable | "
-           "layers kept portable by the rule |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+           "(the default: every optimized kernel of the core), compact = `--kernels compact` (optimized kernels "
+           "within +10% of the portable build's counted flash, pockmcu/kernel_choice.py).", "",
+           "| model | target | portable B | auto B | auto / portable | compact B | compact / portable | "
+           "layers compact keeps off their fastest row |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for m in models:
         for t in targets:
             log.write(f"flash {m.name} on {t} ...\n")
             try:
-                r = {k: flash_bytes(m, t, k) for k in ("portable", "auto", "fastest")}
+                r = {k: flash_bytes(m, t, k) for k in ("portable", "auto", "compact")}
             except PockError as exc:
                 out.append(f"| {m.name} | {t} | failed: {str(exc)[:90]} |" + " |" * 5)
                 continue
-            p, a, f = (r[k]["flash"] for k in ("portable", "auto", "fastest"))
-            rule = r["auto"]["rule"]
-            out.append(f"| {m.name} | {t} | {p:,} | {a:,} | {a / p:.3f} | {f:,} | {f / p:.3f} | "
+            p, a, c = (r[k]["flash"] for k in ("portable", "auto", "compact"))
+            rule = r["compact"]["rule"]
+            out.append(f"| {m.name} | {t} | {p:,} | {a:,} | {a / p:.3f} | {c:,} | {c / p:.3f} | "
                        f"{len(rule['fallbacks']) if rule else '-'} |")
     return "\n".join(out) + "\n"
 
 
 def _kernel_speed(model, target: str, kernels: str = "auto", **kw) -> dict:
-    """bench_model for the per-kernel table, which measures kernel speed: its "auto" build is --kernels fastest
-    (a one-layer model is too small for the flash rule to take any optimized kernel)."""
-    return bench_model(model, target, kernels="fastest" if kernels == "auto" else kernels, **kw)
+    """bench_model for the per-kernel table, which measures kernel speed (auto: every optimized kernel)."""
+    return bench_model(model, target, kernels=kernels, **kw)
 
 
 def main(argv=None) -> int:
@@ -496,7 +496,7 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="every model in --models on every QEMU target (ours "
                     "optimized, ours portable, Arm's CMSIS-NN with --cmsis-nn) and the per-kernel table")
     ap.add_argument("--kernels-table", action="store_true", help="only the per-kernel MAC/instruction table")
-    ap.add_argument("--flash", action="store_true", help="flash per model and core: portable, auto, fastest "
+    ap.add_argument("--flash", action="store_true", help="flash per model and core: portable, auto, compact "
                     "(built, not run)")
     ap.add_argument("--cmsis-nn", default=os.environ.get("CMSIS_NN_PATH") or None, metavar="PATH",
                     help="a CMSIS-NN checkout to measure Arm's kernels on the same schedules (default $CMSIS_NN_PATH)")

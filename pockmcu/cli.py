@@ -278,10 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "in-place-depthwise (a depthwise input gradient written over its output gradient), "
                         "split-storage (only the trained input channels of a conv weight in RAM)")
     g.add_argument("--kernels", choices=KERNELS, default="auto",
-                   help="auto: pockmcu's kernels, optimized for the target's core where they pay for their flash "
-                        "(at most +10%%, pockmcu/kernel_choice.py; default); fastest: every optimized kernel the core "
-                        "has, whatever the flash; portable: pockmcu's portable C; cmsis-nn: Arm's CMSIS-NN API with its "
-                        "scratch planned for the target's core "
+                   help="auto: pockmcu's kernels, every layer on the fastest one its target's core has (default); "
+                        "compact: optimized kernels only where they pay for their flash (at most +10%% over "
+                        "portable, pockmcu/kernel_choice.py); portable: pockmcu's portable C; "
+                        "cmsis-nn: Arm's CMSIS-NN API with its scratch planned for the target's core "
                         "(build with make CMSIS_NN_PATH=...)")
     g.add_argument("--numerics", choices=["onnxruntime", "tflm"],
                    help="whose integer results to reproduce: onnxruntime (float32 requantization emulated exactly "

@@ -139,20 +139,20 @@ class Compiled:
 
 
 NUMERICS = ("onnxruntime", "tflm")
-#: --kernels: "auto" (pockmcu's kernels, optimized for the target's core where they pay for their flash:
-#: kernel_choice.py), "fastest" (every optimized kernel the core has, whatever the flash), "portable"
+#: --kernels: "auto" (pockmcu's kernels, every layer on the fastest row its core has), "compact" (optimized
+#: kernels only where they pay for their flash, at most +10% over portable: kernel_choice.py), "portable"
 #: (pockmcu's portable C on any core) or "cmsis-nn" (Arm's CMSIS-NN API, scratch planned for Arm's kernels)
-KERNELS = ("auto", "fastest", "portable", "cmsis-nn")
+KERNELS = ("auto", "compact", "portable", "cmsis-nn")
 
 
 def with_kernels(g: Graph, target: str, kernels: str = "auto") -> Graph:
     """``g`` with the kernel library and core features the target and --kernels give (a new Graph);
-    ``auto`` then applies the flash cost rule (kernel_choice.apply_cost_rule)."""
+    ``compact`` then applies the flash cost rule (kernel_choice.apply_cost_rule)."""
     if kernels not in KERNELS:
         raise PockError(f"--kernels {kernels!r}: choose one of {', '.join(KERNELS)}")
     features = frozenset() if kernels == "portable" else target_features(get_target(target))
     g = replace(g, library="cmsis-nn" if kernels == "cmsis-nn" else "pockmcu", features=features)
-    return apply_cost_rule(g, target) if kernels == "auto" else g
+    return apply_cost_rule(g, target) if kernels == "compact" else g
 
 
 def default_numerics(path) -> str:

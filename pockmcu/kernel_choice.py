@@ -1,4 +1,4 @@
-"""The flash cost rule of ``--kernels auto``: an optimized kernel is linked only when it pays for its flash.
+"""The flash cost rule of ``--kernels compact``: an optimized kernel is linked only when it pays for its flash.
 
 A compile pass (pure: ``apply_cost_rule`` returns a new Graph). The rule, per model and core:
 
@@ -18,7 +18,7 @@ A compile pass (pure: ``apply_cost_rule`` returns a new Graph). The rule, per mo
   instead of Helium). Once a kernel is linked, every layer of its shape class uses it (no more bytes).
 * A kernel the table has no measurement for is left out (and says so): regenerate the table.
 
-``--kernels fastest`` skips the rule (every layer on its fastest row); ``portable`` has no optimized
+``--kernels auto`` skips the rule (every layer on its fastest row); ``portable`` has no optimized
 rows; ``cmsis-nn`` is Arm's. The choice is in plan.json (``kernels.rule``) and gen's "kernels:" line.
 """
 

@@ -16,7 +16,7 @@ as ``arm-none-eabi-size -A`` prints them (with -ffunction-sections the linker ke
 (memcpy, __aeabi_*) are shared by every build and not counted.
 
 Speeds: each shape class's single-layer model (pockmcu/kernel_bench.py) is run in QEMU with
-``--kernels fastest`` and ``--kernels portable``; instructions of the layer / its MACs = the kernel's
+``--kernels auto`` and ``--kernels portable``; instructions of the layer / its MACs = the kernel's
 instructions per MAC on that core. An onnxruntime-numerics twin runs the same loops as its TFLite Micro
 kernel and takes its number (SAME_LOOPS).
 """
@@ -112,18 +112,18 @@ def measure_sizes(cores=tuple(CORES)) -> dict:
 
 
 def measure_speeds(cores=tuple(CORES), log=sys.stderr) -> dict:
-    """{core: {function: instructions per MAC}} from QEMU runs of SPEED_LAYERS (fastest, on a Helium core also
-    fastest without the Helium rows, which measures its DSP rows, and portable; a kernel already measured on
+    """{core: {function: instructions per MAC}} from QEMU runs of SPEED_LAYERS (auto, on a Helium core also
+    auto without the Helium rows, which measures its DSP rows, and portable; a kernel already measured on
     the core is not measured again)."""
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="pockmcu-speeds-") as d:
         for core in cores:
             rows: dict = {}
             target = CORES[core]
-            runs = [("fastest", frozenset()), ("portable", frozenset())]
+            runs = [("auto", frozenset()), ("portable", frozenset())]
             if get_target(target).mve:
-                runs.insert(1, ("fastest", frozenset(r.function for rs in TABLE.values() for r in rs
-                                                     if "mve" in r.features)))
+                runs.insert(1, ("auto", frozenset(r.function for rs in TABLE.values() for r in rs
+                                                  if "mve" in r.features)))
             for name, spec in SPEED_LAYERS.items():
                 model = Path(d) / f"{name.replace(' ', '_')}.tflite"
                 model.write_bytes(layer_model(Layer(**spec)))

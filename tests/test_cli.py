@@ -31,9 +31,9 @@ def test_sizes(text):
 
 def test_gen_sim_run_match_tflm(tmp_path):
     out = tmp_path / "kws"
-    r = pockmcu("gen", KWS, "--ram", "256KB", "--target", "cortex-m4", "-o", out, "--kernels", "fastest")
+    r = pockmcu("gen", KWS, "--ram", "256KB", "--target", "cortex-m4", "-o", out)
     # 16,000 B of activations + the DSP 3x3 depthwise kernel's 512 B ring of rows, at the lower bound
-    # (--kernels fastest: every DSP kernel; auto may leave the depthwise one out for flash, test_flash.py)
+    # (the default --kernels auto: every DSP kernel; --kernels compact may leave the depthwise one out for flash)
     assert "arena 16512 B (lower bound 16512 B)" in r.stdout
     assert "kernels: pockmcu for qemu-m4 (dsp, fpu)" in r.stdout
     for name in ("model.h", "model.c", "weights.c", "weights.h", "Makefile", "plan.json", "report.txt",

@@ -537,7 +537,7 @@ DSP_NAMES = dict(conv="pockmcu_convolve_s8_dsp", conv_1x1="pockmcu_convolve_1x1_
 PORTABLE_NAMES = dict(conv="arm_convolve_wrapper_s8", conv_1x1="arm_convolve_wrapper_s8", fc="arm_fully_connected_s8")
 
 
-def _gen(path, out, target="qemu-m4", kernels="fastest", train=None):   # fastest: every DSP kernel (no flash rule)
+def _gen(path, out, target="qemu-m4", kernels="auto", train=None):   # auto: every DSP kernel (no flash rule)
     c = compile_model(path, ram=parse_size("512KB"), target=target, kernels=kernels, train=train)
     return c, write_project(c, out)
 
@@ -546,7 +546,7 @@ def _step_kernels(out) -> dict[str, str]:
     return {s["name"]: s["kernel"] for s in json.loads((out / "plan.json").read_text())["steps"]}
 
 
-@pytest.mark.parametrize("target, kernels, names", [("qemu-m4", "fastest", DSP_NAMES), ("qemu-m33", "fastest", DSP_NAMES),
+@pytest.mark.parametrize("target, kernels, names", [("qemu-m4", "auto", DSP_NAMES), ("qemu-m33", "auto", DSP_NAMES),
                                                     ("qemu-m4", "portable", PORTABLE_NAMES),
                                                     ("qemu-m3", "auto", PORTABLE_NAMES)])
 def test_kws_plan_names_the_chosen_kernels(tmp_path, target, kernels, names):

@@ -431,8 +431,8 @@ def test_table_picks_mve_rows_only_on_helium():
 # -- model level: generated for Cortex-M55, the MVE kernels run in QEMU; the host build runs the portable loops
 
 def _gen_m55(model, tmp_path, train=None):
-    # fastest: every Helium kernel (--kernels auto may leave some out for flash: tests/test_flash.py)
-    c = compile_model(model, ram=parse_size("512KB"), target="qemu-m55", train=train, kernels="fastest")
+    # auto: every Helium kernel (--kernels compact may leave some out for flash: tests/test_flash.py)
+    c = compile_model(model, ram=parse_size("512KB"), target="qemu-m55", train=train, kernels="auto")
     out = write_project(c, tmp_path / model.stem)
     model_c = (out / "model.c").read_text()
     for fn in ("pockmcu_convolve_mve_s8", "pockmcu_depthwise_conv_mve_s8"):

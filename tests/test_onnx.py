@@ -491,13 +491,13 @@ def test_qemu_other_cores_equal_host(name, target, generated):
 def test_numerics_flag(tmp_path):
     x = ONNX_FIXTURES / "conv_3x3_relu_qop_u8_pt.onnx"
     for numerics, kernels, kernel in (("tflm", "portable", "arm_convolve_wrapper_s8("),
-                                      ("tflm", "fastest", "pockmcu_convolve_s8_dsp("),   # default target: Cortex-M4
+                                      ("tflm", "auto", "pockmcu_convolve_s8_dsp("),   # default target: Cortex-M4
                                       ("onnxruntime", "portable", "pockmcu_convolve_ort_s8(")):
         out = tmp_path / f"{numerics}-{kernels}"
         r = pockmcu("gen", x, "--ram", "64KB", "-o", out, "--numerics", numerics, "--kernels", kernels)
         assert r.returncode == 0, r.stderr
         assert kernel in (out / "model.c").read_text()
-    r = pockmcu("gen", x, "--ram", "64KB", "-o", tmp_path / "default", "--kernels", "fastest")   # default numerics
+    r = pockmcu("gen", x, "--ram", "64KB", "-o", tmp_path / "default", "--kernels", "auto")   # default numerics
     assert "pockmcu_convolve_ort_s8_dsp(" in (tmp_path / "default" / "model.c").read_text()
     r = pockmcu("gen", SHARED / "mlperf_kws_dscnn.tflite", "--ram", "256KB", "-o", tmp_path / "t", "--numerics",
                 "onnxruntime")
