@@ -67,11 +67,11 @@ KWS_IPM = {"arm_avgpool_s8": 2.0, "arm_convolve_wrapper_s8": 5.0, "arm_depthwise
 
 
 def test_rule_keeps_what_fits_by_saving_per_byte():
-    """KWS's counted portable flash is its 24,376 B of weights + the portable kernels of its weighed layers
-    (conv, depthwise, FC, average pool: 2,800 B here): 2,717 B allowed. Pointwise conv (4 x 512,000 MACs
-    x 3.5 instructions saved for 2,000 B) is the best buy; then the first conv adds only 100 B (600 B of code, and the portable conv, now only its fallback, drops from
-    1,000 B at -O2 to 500 B at -Os); depthwise (+3,100 B) and FC (+3,700 B) no longer fit, and their layers
-    say so."""
+    """KWS's counted portable flash is its 24,376 B of weights + the portable kernels of its weighed layers (conv,
+    depthwise, FC, average pool: 2,800 B here): 2,717 B allowed. Pointwise conv (4 x 512,000 MACs x 3.5 instructions
+    saved for 2,000 B) is the best buy; then the first conv adds only 100 B (600 B of code, and the portable conv,
+    now only its fallback, drops from 1,000 B at -O2 to 500 B at -Os); depthwise (+3,100 B) and FC (+3,700 B) no
+    longer fit, and their layers say so."""
     sizes = dict(KWS_PORTABLE, pockmcu_convolve_1x1_s8_dsp=2000, pockmcu_convolve_s8_dsp=600,
                  pockmcu_depthwise_conv_3x3_dsp_s8=4000, pockmcu_depthwise_conv_dsp_s8=2500,
                  pockmcu_fully_connected_s8_dsp=4000)
