@@ -34,12 +34,14 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(PY) -m pockmcu.demo
 
+# The whole suite on every core (pytest-xdist; PYTEST_JOBS=0 runs it in one process), the 25 slowest listed.
+PYTEST_JOBS ?= auto
 test: setup
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(PYTEST_JOBS) --durations=25 $(PYTEST_ARGS)
 
 # Unit, numpy-reference and host-simulation tests: no QEMU, nothing marked slow (tests/conftest.py).
 test-fast: setup
-	$(PY) -m pytest -q -m "not qemu and not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(PYTEST_JOBS) -m "not qemu and not slow" $(PYTEST_ARGS)
 
 bench: setup
 	-$(PY) -m pockmcu.corpus fetch $(if $(CORPUS_FROM),--from $(CORPUS_FROM))

@@ -29,7 +29,8 @@ _TYPES = {"int8": tflite.TensorType.INT8, "int32": tflite.TensorType.INT32}
 
 @dataclass(frozen=True)
 class Layer:
-    """One benchmark layer: kind "conv" (k x k), "dw" (depthwise k x k) or "fc"."""
+    """One benchmark layer: kind "conv" (k x k), "dw" (depthwise k x k), "fc", "avgpool" (k x k, 0 = global)
+    or "add" (two maps of h x w x cin)."""
 
     kind: str
     h: int = 1
@@ -176,6 +177,8 @@ def layer_model(layer: Layer, seed: int = 0) -> bytes:
     rng = np.random.default_rng(seed)
     s_in, zp_in = 0.05, -7
     fw = _Writer()
+    if layer.kind in ("avgpool", "add"):
+        return _elementwise_model(fw, layer, s_in, zp_in)
     if layer.kind == "fc":
         x = fw.tensor("input", (1, layer.cin), "int8", [s_in], [zp_in])
         w_shape, fan_in, per_channel = (layer.cout, layer.cin), layer.cin, False
@@ -205,6 +208,22 @@ def layer_model(layer: Layer, seed: int = 0) -> bytes:
             fw.op("DEPTHWISE_CONV_2D", [x, w, b], [y], "DepthwiseConv2DOptions", dict(opts, DepthMultiplier=1))
         else:
             fw.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", opts)
+    return fw.serialize([x], [y])
+
+
+def _elementwise_model(fw: _Writer, layer: Layer, s_in: float, zp_in: int) -> bytes:
+    """``layer.kind`` "avgpool": a k x k average pool (VALID, stride k; k = 0 pools the whole map, as a
+    classifier's global pool does); "add": two h x w x cin int8 maps added (different scales)."""
+    x = fw.tensor("input", (1, layer.h, layer.w, layer.cin), "int8", [s_in], [zp_in])
+    if layer.kind == "add":
+        x2 = fw.tensor("input2", (1, layer.h, layer.w, layer.cin), "int8", [s_in * 1.7], [11])
+        y = fw.tensor("layer/out", (1, layer.h, layer.w, layer.cin), "int8", [s_in * 2.2], [-4])
+        fw.op("ADD", [x, x2], [y], "AddOptions", dict(FusedActivationFunction=0))
+        return fw.serialize([x, x2], [y])
+    kh, kw = (layer.k, layer.k) if layer.k else (layer.h, layer.w)
+    y = fw.tensor("layer/out", (1, layer.h // kh, layer.w // kw, layer.cin), "int8", [s_in], [zp_in])
+    fw.op("AVERAGE_POOL_2D", [x], [y], "Pool2DOptions", dict(Padding=tflite.Padding.VALID, StrideH=kh, StrideW=kw,
+                                                              FilterHeight=kh, FilterWidth=kw, FusedActivationFunction=0))
     return fw.serialize([x], [y])
 
 

@@ -17,7 +17,8 @@ as ``arm-none-eabi-size -A`` prints them (with -ffunction-sections the linker ke
 
 Speeds: each shape class's single-layer model (pockmcu/kernel_bench.py) is run in QEMU with
 ``--kernels auto`` and ``--kernels portable``; instructions of the layer / its MACs = the kernel's
-instructions per MAC on that core. An onnxruntime-numerics twin runs the same loops as its TFLite Micro
+instructions per MAC on that core (for an op without MACs, average pool and ADD, per element read:
+``OpDef.work``). An onnxruntime-numerics twin runs the same loops as its TFLite Micro
 kernel and takes its number (SAME_LOOPS).
 """
 
@@ -38,6 +39,7 @@ from .compiler import compile_graph, load_and_check
 from .kernel_bench import Layer, layer_model
 from .kernel_choice import SIZES_FILE, load_table, weighed_kinds
 from .kernel_table import TABLE
+from .ops import opdef
 from .resources import firmware_dir, kernels_dir
 from .sim import read_plan
 from .targets import get_target
@@ -57,6 +59,8 @@ SPEED_LAYERS = {
     "depthwise 3x3": dict(kind="dw", h=25, w=5, cin=64, cout=64, k=3),
     "depthwise 5x5": dict(kind="dw", h=16, w=16, cin=32, cout=32, k=5),
     "fully connected": dict(kind="fc", cin=256, cout=64),
+    "average pool": dict(kind="avgpool", h=25, w=5, cin=64, k=0),
+    "add": dict(kind="add", h=16, w=16, cin=32),
 }
 
 
@@ -116,6 +120,7 @@ def measure_speeds(cores=tuple(CORES), log=sys.stderr) -> dict:
     auto without the Helium rows, which measures its DSP rows, and portable; a kernel already measured on
     the core is not measured again)."""
     out: dict = {}
+    weighed = set(weighed_kinds())
     with tempfile.TemporaryDirectory(prefix="pockmcu-speeds-") as d:
         for core in cores:
             rows: dict = {}
@@ -132,13 +137,15 @@ def measure_speeds(cores=tuple(CORES), log=sys.stderr) -> dict:
                     c = compile_graph(g, ram=get_target(target).ram_bytes, target=target, kernels=kernels)
                     prj = write_project(c, Path(d) / "o")
                     plan = read_plan(prj)
-                    (step,) = [s for s in plan["steps"] if s["macs"]]
+                    (op,) = [o for o in g.ops if o.kind in weighed]
+                    kernels_of = {r.function for r in TABLE[op.kind]} | {opdef(op.kind).kernel}
+                    (step,) = [s for s in plan["steps"] if s["kernel"] in kernels_of]
                     if step["kernel"] in rows:
                         continue
                     log.write(f"{core}: {name}: {step['kernel']}\n")
                     xs = [random_input(s, seed=k) for k, s in enumerate(plan["inputs"])]
                     _, per_op = run_profiled(prj, target, xs)
-                    rows[step["kernel"]] = round(per_op[step["step"]] / step["macs"], 4)
+                    rows[step["kernel"]] = round(per_op[step["step"]] / opdef(op.kind).work(g, op), 4)
             out[core] = dict(sorted(rows.items()))
     return out
 

@@ -183,6 +183,13 @@ class OpDef:
     def macs(self, g: Graph, op: Op) -> int:
         return 0
 
+    def work(self, g: Graph, op: Op) -> int:
+        """What the flash cost rule (pockmcu/kernel_choice.py) multiplies a kernel's measured instructions
+        per unit by: the MACs, or for an op without MACs (pooling, element-wise arithmetic) the elements it
+        reads from its non-constant inputs."""
+        return self.macs(g, op) or sum(g.tensors[t].size for t in op.inputs
+                                       if t and t in g.tensors and not g.tensors[t].is_const)
+
     # -- training -----------------------------------------------------------------------
     def backward(self, tb, op: Op) -> None:
         """The gradient rule: given tb.grad(output), emit backward ops through tb (TrainBuilder)."""
