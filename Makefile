@@ -45,7 +45,7 @@ test-fast: setup
 
 bench: setup
 	-$(PY) -m pockmcu.corpus fetch $(if $(CORPUS_FROM),--from $(CORPUS_FROM))
-	$(PY) -m pockmcu.bench --all --train --digits --zoo --planner -o BENCHMARKS.md
+	$(PY) -m pockmcu.bench --all --flash --train --digits --zoo --planner --serial -o BENCHMARKS.md
 	$(MAKE) corpus
 
 # The corpus of public third-party models (tests/corpus/models.toml): fetch what the cache lacks
