@@ -425,7 +425,7 @@ def serial_bench(models_dir: Path, samples: int = 2000, rates=(0.0, 0.001, 0.01)
                            timeouts=cl.stats.timeouts, damaged=damaged, chunk=cl.chunk_size(), equal=same)
                 log.write(f"serial: {row}\n")
                 rows.append(row)
-    out = ["## The serial link: streamed training through a damaging link", "",
+    out = ["# The serial link: streamed training through a damaging link", "",
            f"{samples} training samples per row (digits: its {len(train.x)}-sample training set in shuffled epochs; "
            "VWW: seeded random images and labels) streamed to the "
            "board runtime built for the host (`HostBoard`) over TCP, through `LossyProxy` damaging the given "
