@@ -413,6 +413,53 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_lines_group(const cmsis_nn_dw_conv_params
                 const int32_t line_bytes = seg_w * 16;
                 int8_t *out = out_row + ox0 * out_c;
                 int32_t ky, j;
+                if (!fast3 && n == 16 && lead == 0 && mid == seg_w && in_y0 >= 0 && in_y0 + (k_h - 1) * dil_h < in_h)
+                {
+                    /* 16 whole channels, every tap of the segment inside the image (tall filters over narrow
+                     * inputs, the layers of 1-D models): the taps read the input in place, no lines */
+                    const int8_t *px = in_batch + (in_y0 * in_w + in_x0) * in_c;
+                    const int32_t tap = dil_w * in_c;
+                    const int32_t row_skip = dil_h * in_w * in_c - k_w * tap;
+                    for (j = 0; j < seg; j++, out += out_c, px += stride_w * in_c)
+                    {
+                        int32x4_t e0 = vldrwq_s32(k->init);
+                        int32x4_t o0 = vldrwq_s32(k->init + 4);
+                        int32x4_t e1 = vldrwq_s32(k->init + 8);
+                        int32x4_t o1 = vldrwq_s32(k->init + 12);
+                        const int8_t *p = px;
+                        const int8_t *q = wblk;
+                        int16x8_t xv, wv;
+                        int32x4_t tv;
+                        if (k_w == 1)
+                        {
+                            /* one run of k_h taps dil_h rows apart: a low-overhead loop in the assembly */
+                            __asm__("dls lr, %[n]\n"
+                                    "1:\n\t" POCKMCU_MVE_DW16_TAP_ASM "add %[p], %[p], %[d]\n\t"
+                                    "adds %[q], %[q], #16\n\t"
+                                    "le lr, 1b"
+                                    : POCKMCU_MVE_DW16_TAP_OPERANDS
+                                    : [d] "r"(row_skip + tap), [n] "r"(k_h)
+                                    : "lr", "memory");
+                        }
+                        else
+                        {
+                            for (ky = 0; ky < k_h; ky++, p += row_skip)
+                            {
+                                int32_t kx;
+                                for (kx = 0; kx < k_w; kx++)
+                                {
+                                    __asm__(POCKMCU_MVE_DW16_TAP_ASM "add %[p], %[p], %[d]\n\t"
+                                                                     "adds %[q], %[q], #16\n\t"
+                                            : POCKMCU_MVE_DW16_TAP_OPERANDS
+                                            : [d] "r"(tap)
+                                            : "memory");
+                                }
+                            }
+                        }
+                        pockmcu_mve_dw16_store(e0, o0, e1, o1, k, prm->output_offset, left, out, p0, p1, 0);
+                    }
+                    continue;
+                }
                 for (ky = 0; ky < k_h; ky++)
                 {
                     const int32_t iy = in_y0 + ky * dil_h;
