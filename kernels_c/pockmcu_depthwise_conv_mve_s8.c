@@ -11,9 +11,13 @@
  * VMULLB / VMULLT into four int32 accumulators that start at bias + input_offset * sum(w) (an out-of-image tap
  * reads the zero point: (zp + input_offset) * w = 0, so the sum is the portable one in wrapping int32), and a
  * requantization per lane with a saturating narrow (assembly). The last group of fewer than 16 channels runs the
- * same code with zero lanes and a predicated store. Other geometries (ch_mult > 1, very large filters): eight
- * output channels in int16 lanes (a gather of the input channels oc / ch_mult), the last out_c % 8 channels
- * scalar code with the portable loops' arithmetic. Requantization: the same bits as pockmcu_requantize
+ * same code with zero lanes and a predicated store. Segments of 16 whole channels whose taps all lie inside the
+ * image (not 3x3) read the taps in place instead (tall filters over one column, as in 1-D models: k_w == 1 is
+ * one low-overhead loop over the k_h taps). ch_mult > 1 (filters up to 256 taps): per input channel, each output
+ * pixel's window into a column (a byte gather per row) and VMLADAVA against the channel's ch_mult filters
+ * transposed to [oc][tap], four output channels per loop. Other geometries (very large filters): eight output
+ * channels in int16 lanes (a gather of the input channels oc / ch_mult), the last out_c % 8 channels scalar code
+ * with the portable loops' arithmetic. Requantization: the same bits as pockmcu_requantize
  * (pockmcu_nn_support_mve.h). No scratch buffer (pockmcu_depthwise_conv_mve_s8_get_buffer_size returns 0).
  *
  * Elsewhere (cores without MVE, the host simulation) this function is the portable kernel: it runs
