@@ -13,9 +13,10 @@
  * requantization per lane with a saturating narrow (assembly). The last group of fewer than 16 channels runs the
  * same code with zero lanes and a predicated store. Segments of 16 whole channels whose taps all lie inside the
  * image (not 3x3) read the taps in place instead (tall filters over one column, as in 1-D models: k_w == 1 is
- * one low-overhead loop over the k_h taps). ch_mult > 1 (filters up to 256 taps): per input channel, each output
- * pixel's window into a column (a byte gather per row) and VMLADAVA against the channel's ch_mult filters
- * transposed to [oc][tap], four output channels per loop. Other geometries (very large filters): eight output
+ * one low-overhead loop over the k_h taps). ch_mult > 1 (filters of 10 to 256 taps, or channel counts the int16
+ * path below would leave partly to scalar code): per input channel, each output pixel's window into a column (a
+ * byte gather per row) and VMLADAVA against the channel's ch_mult filters transposed to [oc][tap], four output
+ * channels per loop. Other geometries (3x3 and smaller filters with ch_mult > 1, very large filters): eight output
  * channels in int16 lanes (a gather of the input channels oc / ch_mult), the last out_c % 8 channels scalar code
  * with the portable loops' arithmetic. Requantization: the same bits as pockmcu_requantize
  * (pockmcu_nn_support_mve.h). No scratch buffer (pockmcu_depthwise_conv_mve_s8_get_buffer_size returns 0).
@@ -350,6 +351,64 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw16_store(int32x4_t e0,
         "vmullt.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
         "vadd.i32 %q[o1], %q[o1], %q[t]\n\t"
 
+/* seg output pixels of one segment of 16 whole channels whose taps all lie inside the image, read in place: pixel
+ * j's taps at px + j * px_step + ky * row + kx * tap, weights packed [tap][16] at wblk. Out of line: inlined into
+ * the padded lines loop, it costs that loop registers. */
+static __attribute__((noinline)) void pockmcu_mve_dw_direct_seg(const int8_t *px,
+                                                                const int8_t *wblk,
+                                                                int8_t *out,
+                                                                const int32_t seg,
+                                                                const int32_t px_step,
+                                                                const int32_t out_c,
+                                                                const int32_t k_h,
+                                                                const int32_t k_w,
+                                                                const int32_t tap,
+                                                                const int32_t row,
+                                                                const pockmcu_mve_dw16_consts *k,
+                                                                const int32_t output_offset,
+                                                                const int32_t left)
+{
+    const int32_t row_skip = row - k_w * tap;
+    int32_t j, ky, kx;
+    for (j = 0; j < seg; j++, out += out_c, px += px_step)
+    {
+        int32x4_t e0 = vldrwq_s32(k->init);
+        int32x4_t o0 = vldrwq_s32(k->init + 4);
+        int32x4_t e1 = vldrwq_s32(k->init + 8);
+        int32x4_t o1 = vldrwq_s32(k->init + 12);
+        const int8_t *p = px;
+        const int8_t *q = wblk;
+        int16x8_t xv, wv;
+        int32x4_t tv;
+        if (k_w == 1)
+        {
+            /* one run of k_h taps dil_h rows apart: a low-overhead loop in the assembly */
+            __asm__("dls lr, %[n]\n"
+                    "1:\n\t" POCKMCU_MVE_DW16_TAP_ASM "add %[p], %[p], %[d]\n\t"
+                    "adds %[q], %[q], #16\n\t"
+                    "le lr, 1b"
+                    : POCKMCU_MVE_DW16_TAP_OPERANDS
+                    : [d] "r"(row), [n] "r"(k_h)
+                    : "lr", "memory");
+        }
+        else
+        {
+            for (ky = 0; ky < k_h; ky++, p += row_skip)
+            {
+                for (kx = 0; kx < k_w; kx++)
+                {
+                    __asm__(POCKMCU_MVE_DW16_TAP_ASM "add %[p], %[p], %[d]\n\t"
+                                                     "adds %[q], %[q], #16\n\t"
+                            : POCKMCU_MVE_DW16_TAP_OPERANDS
+                            : [d] "r"(tap)
+                            : "memory");
+                }
+            }
+        }
+        pockmcu_mve_dw16_store(e0, o0, e1, o1, k, output_offset, left, out, 0, 0, 0);
+    }
+}
+
 /* Whether the line path fits its stack blocks for this geometry. */
 POCKMCU_MVE_INLINE int32_t pockmcu_mve_dw_lines_fit(const cmsis_nn_dw_conv_params *prm,
                                                     const cmsis_nn_dims *filter_dims)
@@ -421,47 +480,19 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_lines_group(const cmsis_nn_dw_conv_params
                 {
                     /* 16 whole channels, every tap of the segment inside the image (tall filters over narrow
                      * inputs, the layers of 1-D models): the taps read the input in place, no lines */
-                    const int8_t *px = in_batch + (in_y0 * in_w + in_x0) * in_c;
-                    const int32_t tap = dil_w * in_c;
-                    const int32_t row_skip = dil_h * in_w * in_c - k_w * tap;
-                    for (j = 0; j < seg; j++, out += out_c, px += stride_w * in_c)
-                    {
-                        int32x4_t e0 = vldrwq_s32(k->init);
-                        int32x4_t o0 = vldrwq_s32(k->init + 4);
-                        int32x4_t e1 = vldrwq_s32(k->init + 8);
-                        int32x4_t o1 = vldrwq_s32(k->init + 12);
-                        const int8_t *p = px;
-                        const int8_t *q = wblk;
-                        int16x8_t xv, wv;
-                        int32x4_t tv;
-                        if (k_w == 1)
-                        {
-                            /* one run of k_h taps dil_h rows apart: a low-overhead loop in the assembly */
-                            __asm__("dls lr, %[n]\n"
-                                    "1:\n\t" POCKMCU_MVE_DW16_TAP_ASM "add %[p], %[p], %[d]\n\t"
-                                    "adds %[q], %[q], #16\n\t"
-                                    "le lr, 1b"
-                                    : POCKMCU_MVE_DW16_TAP_OPERANDS
-                                    : [d] "r"(row_skip + tap), [n] "r"(k_h)
-                                    : "lr", "memory");
-                        }
-                        else
-                        {
-                            for (ky = 0; ky < k_h; ky++, p += row_skip)
-                            {
-                                int32_t kx;
-                                for (kx = 0; kx < k_w; kx++)
-                                {
-                                    __asm__(POCKMCU_MVE_DW16_TAP_ASM "add %[p], %[p], %[d]\n\t"
-                                                                     "adds %[q], %[q], #16\n\t"
-                                            : POCKMCU_MVE_DW16_TAP_OPERANDS
-                                            : [d] "r"(tap)
-                                            : "memory");
-                                }
-                            }
-                        }
-                        pockmcu_mve_dw16_store(e0, o0, e1, o1, k, prm->output_offset, left, out, p0, p1, 0);
-                    }
+                    pockmcu_mve_dw_direct_seg(in_batch + (in_y0 * in_w + in_x0) * in_c,
+                                              wblk,
+                                              out,
+                                              seg,
+                                              stride_w * in_c,
+                                              out_c,
+                                              k_h,
+                                              k_w,
+                                              dil_w * in_c,
+                                              dil_h * in_w * in_c,
+                                              k,
+                                              prm->output_offset,
+                                              left);
                     continue;
                 }
                 for (ky = 0; ky < k_h; ky++)
@@ -891,7 +922,10 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_mve_s8(const cmsis_nn_context *ctx,
                                  output_data);
             return ARM_CMSIS_NN_SUCCESS;
         }
-        if (ch_mult > 1 && pockmcu_mve_dwm_fits(dw_conv_params, filter_dims))
+        /* the column path pays for its window copy on filters over 9 taps (3x3 filters: the gathers below) or
+         * where the gathers would leave channels to the scalar loop */
+        if (ch_mult > 1 && pockmcu_mve_dwm_fits(dw_conv_params, filter_dims) &&
+            (filter_dims->h * filter_dims->w > 9 || out_c % 8 != 0))
         {
             pockmcu_mve_dw_multi(dw_conv_params,
                                  quant_params,
