@@ -123,22 +123,6 @@ static void pockmcu_mve_gather_rows(const pockmcu_mve_conv_geom *g, pockmcu_mve_
     }
 }
 
-/* pre = bias + input_offset * sum(w) of output channel oc (wrapping, like the portable int32 sums): the
- * input offset term of every dot product of that channel. */
-POCKMCU_MVE_INLINE int32_t pockmcu_mve_conv_pre(const int8_t *w, int32_t n, int32_t input_offset, const int32_t *bias)
-{
-    int32_t s = 0;
-    for (; n >= 16; n -= 16, w += 16)
-    {
-        s = vaddvaq_s8(s, vldrbq_s8(w));
-    }
-    if (n > 0)
-    {
-        s = vaddvaq_s8(s, vldrbq_z_s8(w, vctp8q((uint32_t)n)));
-    }
-    return (int32_t)((uint32_t)input_offset * (uint32_t)s + (bias != NULL ? (uint32_t)*bias : 0u));
-}
-
 /* Everything one block of four output channels needs, read by the assembly below at fixed offsets. Rows past
  * the layer's last channel repeat the block's first row (their results are not stored). */
 typedef struct
@@ -150,6 +134,68 @@ typedef struct
     int32_t right[4];   /* 64: min(shift, 0) */
     int32_t kk;         /* 80: bytes per weight row */
 } pockmcu_mve_conv_blk;
+
+/* The constants of block k: output channels oc .. oc + nrow - 1 (nrow 1 to 4; the rows past the last repeat the
+ * first), their weight rows of kk bytes, starting sums pre = bias + input_offset * sum(w) (wrapping int32, the four
+ * row sums in one pass over the rows), multipliers and the shift split in two, all by vector; returns whether some
+ * channel shifts left. Formed once per call and block of 64 channels: tiled (streamed) layers call the kernel
+ * once per tile, so this cost counts. */
+static int32_t pockmcu_mve_conv_blk_init(pockmcu_mve_conv_blk *k,
+                                         int32_t *pre0,
+                                         const int8_t *filter_data,
+                                         const int32_t kk,
+                                         const int32_t oc,
+                                         const int32_t nrow,
+                                         const int32_t input_offset,
+                                         const cmsis_nn_per_channel_quant_params *quant_params,
+                                         const int32_t *bias_data)
+{
+    const mve_pred16_t p = vctp32q((uint32_t)nrow);
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int8_t *w0 = filter_data + oc * kk;
+    const int8_t *w1 = nrow > 1 ? w0 + kk : w0;
+    const int8_t *w2 = nrow > 2 ? w0 + 2 * kk : w0;
+    const int8_t *w3 = nrow > 3 ? w0 + 3 * kk : w0;
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, d;
+    int32x4_t sums = zero, sh, pre;
+    k->w[0] = w0;
+    k->w[1] = w1;
+    k->w[2] = w2;
+    k->w[3] = w3;
+    k->kk = kk;
+    for (d = kk >> 4; d > 0; d--)
+    {
+        s0 = vaddvaq_s8(s0, vldrbq_s8(w0));
+        s1 = vaddvaq_s8(s1, vldrbq_s8(w1));
+        s2 = vaddvaq_s8(s2, vldrbq_s8(w2));
+        s3 = vaddvaq_s8(s3, vldrbq_s8(w3));
+        w0 += 16;
+        w1 += 16;
+        w2 += 16;
+        w3 += 16;
+    }
+    if (kk & 15)
+    {
+        const mve_pred16_t t = vctp8q((uint32_t)(kk & 15));
+        s0 = vaddvaq_s8(s0, vldrbq_z_s8(w0, t));
+        s1 = vaddvaq_s8(s1, vldrbq_z_s8(w1, t));
+        s2 = vaddvaq_s8(s2, vldrbq_z_s8(w2, t));
+        s3 = vaddvaq_s8(s3, vldrbq_z_s8(w3, t));
+    }
+    __asm__("vmov %q[v][2], %q[v][0], %[a0], %[a2]\n\t"
+            "vmov %q[v][3], %q[v][1], %[a1], %[a3]"
+            : [v] "+w"(sums)
+            : [a0] "r"(s0), [a1] "r"(s1), [a2] "r"(s2), [a3] "r"(s3));
+    pre = bias_data != NULL ? vldrwq_z_s32(bias_data + oc, p) : zero;
+    pre = vmlaq_n_s32(pre, sums, input_offset);
+    vstrwq_s32(k->pre, pre);
+    vstrwq_s32(pre0, pre);
+    vstrwq_s32(k->mult, vldrwq_z_s32(quant_params->multiplier + oc, p));
+    sh = vldrwq_z_s32(quant_params->shift + oc, p);
+    vstrwq_s32(k->left, vmaxq_s32(sh, zero));
+    vstrwq_s32(k->right, vminq_s32(sh, zero));
+    return vmaxvq_s32(0, sh) > 0;
+}
 
 /* The four output channels of block k for the receptive field row, requantized, + output_offset, clamped.
  * Dot products: one tail-predicated low-overhead loop (DLSTP / LETP: the last iteration loads and accumulates
@@ -347,20 +393,17 @@ static void pockmcu_convolve_mve_px(const cmsis_nn_conv_params *conv_params,
     {
         const int32_t nb = pockmcu_min_i32(POCKMCU_MVE_PX_OCB, out_c - oc0);
         int32_t left = 0;
-        for (j = 0; j < (nb + 3) / 4 * 4; j++)
+        for (j = 0; j < nb; j += 4)
         {
-            pockmcu_mve_conv_blk *k = &blk[j >> 2];
-            const int32_t oc = oc0 + (j < nb ? j : j & ~3); /* missing channels repeat the block's first */
-            const int32_t sh = quant_params->shift[oc];
-            k->w[j & 3] = filter_data + oc * kk;
-            k->pre[j & 3] = pockmcu_mve_conv_pre(
-                filter_data + oc * kk, kk, conv_params->input_offset, bias_data != NULL ? bias_data + oc : NULL);
-            pre0[j] = k->pre[j & 3];
-            k->mult[j & 3] = quant_params->multiplier[oc];
-            k->left[j & 3] = sh > 0 ? sh : 0;
-            k->right[j & 3] = sh > 0 ? 0 : sh;
-            k->kk = kk;
-            left |= sh > 0;
+            left |= pockmcu_mve_conv_blk_init(&blk[j >> 2],
+                                              pre0 + j,
+                                              filter_data,
+                                              kk,
+                                              oc0 + j,
+                                              pockmcu_min_i32(4, nb - j),
+                                              conv_params->input_offset,
+                                              quant_params,
+                                              bias_data);
         }
         for (b = 0; b < input_dims->n; b++)
         {

@@ -11,9 +11,14 @@
  * VMULLB / VMULLT into four int32 accumulators that start at bias + input_offset * sum(w) (an out-of-image tap
  * reads the zero point: (zp + input_offset) * w = 0, so the sum is the portable one in wrapping int32), and a
  * requantization per lane with a saturating narrow (assembly). The last group of fewer than 16 channels runs the
- * same code with zero lanes and a predicated store. Other geometries (ch_mult > 1, very large filters): eight
- * output channels in int16 lanes (a gather of the input channels oc / ch_mult), the last out_c % 8 channels
- * scalar code with the portable loops' arithmetic. Requantization: the same bits as pockmcu_requantize
+ * same code with zero lanes and a predicated store. Segments of 16 whole channels whose taps all lie inside the
+ * image (not 3x3) read the taps in place instead (tall filters over one column, as in 1-D models: k_w == 1 is
+ * one low-overhead loop over the k_h taps). ch_mult > 1 (filters of 10 to 256 taps, or channel counts the int16
+ * path below would leave partly to scalar code): per input channel, each output pixel's window into a column (a
+ * byte gather per row) and VMLADAVA against the channel's ch_mult filters transposed to [oc][tap], four output
+ * channels per loop. Other geometries (3x3 and smaller filters with ch_mult > 1, very large filters): eight output
+ * channels in int16 lanes (a gather of the input channels oc / ch_mult), the last out_c % 8 channels scalar code
+ * with the portable loops' arithmetic. Requantization: the same bits as pockmcu_requantize
  * (pockmcu_nn_support_mve.h). No scratch buffer (pockmcu_depthwise_conv_mve_s8_get_buffer_size returns 0).
  *
  * Elsewhere (cores without MVE, the host simulation) this function is the portable kernel: it runs
@@ -346,6 +351,64 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw16_store(int32x4_t e0,
         "vmullt.s16 %q[t], %q[x], %q[w]\n\t"                                                                           \
         "vadd.i32 %q[o1], %q[o1], %q[t]\n\t"
 
+/* seg output pixels of one segment of 16 whole channels whose taps all lie inside the image, read in place: pixel
+ * j's taps at px + j * px_step + ky * row + kx * tap, weights packed [tap][16] at wblk. Out of line: inlined into
+ * the padded lines loop, it costs that loop registers. */
+static __attribute__((noinline)) void pockmcu_mve_dw_direct_seg(const int8_t *px,
+                                                                const int8_t *wblk,
+                                                                int8_t *out,
+                                                                const int32_t seg,
+                                                                const int32_t px_step,
+                                                                const int32_t out_c,
+                                                                const int32_t k_h,
+                                                                const int32_t k_w,
+                                                                const int32_t tap,
+                                                                const int32_t row,
+                                                                const pockmcu_mve_dw16_consts *k,
+                                                                const int32_t output_offset,
+                                                                const int32_t left)
+{
+    const int32_t row_skip = row - k_w * tap;
+    int32_t j, ky, kx;
+    for (j = 0; j < seg; j++, out += out_c, px += px_step)
+    {
+        int32x4_t e0 = vldrwq_s32(k->init);
+        int32x4_t o0 = vldrwq_s32(k->init + 4);
+        int32x4_t e1 = vldrwq_s32(k->init + 8);
+        int32x4_t o1 = vldrwq_s32(k->init + 12);
+        const int8_t *p = px;
+        const int8_t *q = wblk;
+        int16x8_t xv, wv;
+        int32x4_t tv;
+        if (k_w == 1)
+        {
+            /* one run of k_h taps dil_h rows apart: a low-overhead loop in the assembly */
+            __asm__("dls lr, %[n]\n"
+                    "1:\n\t" POCKMCU_MVE_DW16_TAP_ASM "add %[p], %[p], %[d]\n\t"
+                    "adds %[q], %[q], #16\n\t"
+                    "le lr, 1b"
+                    : POCKMCU_MVE_DW16_TAP_OPERANDS
+                    : [d] "r"(row), [n] "r"(k_h)
+                    : "lr", "memory");
+        }
+        else
+        {
+            for (ky = 0; ky < k_h; ky++, p += row_skip)
+            {
+                for (kx = 0; kx < k_w; kx++)
+                {
+                    __asm__(POCKMCU_MVE_DW16_TAP_ASM "add %[p], %[p], %[d]\n\t"
+                                                     "adds %[q], %[q], #16\n\t"
+                            : POCKMCU_MVE_DW16_TAP_OPERANDS
+                            : [d] "r"(tap)
+                            : "memory");
+                }
+            }
+        }
+        pockmcu_mve_dw16_store(e0, o0, e1, o1, k, output_offset, left, out, 0, 0, 0);
+    }
+}
+
 /* Whether the line path fits its stack blocks for this geometry. */
 POCKMCU_MVE_INLINE int32_t pockmcu_mve_dw_lines_fit(const cmsis_nn_dw_conv_params *prm,
                                                     const cmsis_nn_dims *filter_dims)
@@ -413,6 +476,25 @@ POCKMCU_MVE_INLINE void pockmcu_mve_dw_lines_group(const cmsis_nn_dw_conv_params
                 const int32_t line_bytes = seg_w * 16;
                 int8_t *out = out_row + ox0 * out_c;
                 int32_t ky, j;
+                if (!fast3 && n == 16 && lead == 0 && mid == seg_w && in_y0 >= 0 && in_y0 + (k_h - 1) * dil_h < in_h)
+                {
+                    /* 16 whole channels, every tap of the segment inside the image (tall filters over narrow
+                     * inputs, the layers of 1-D models): the taps read the input in place, no lines */
+                    pockmcu_mve_dw_direct_seg(in_batch + (in_y0 * in_w + in_x0) * in_c,
+                                              wblk,
+                                              out,
+                                              seg,
+                                              stride_w * in_c,
+                                              out_c,
+                                              k_h,
+                                              k_w,
+                                              dil_w * in_c,
+                                              dil_h * in_w * in_c,
+                                              k,
+                                              prm->output_offset,
+                                              left);
+                    continue;
+                }
                 for (ky = 0; ky < k_h; ky++)
                 {
                     const int32_t iy = in_y0 + ky * dil_h;
@@ -562,6 +644,163 @@ static void pockmcu_mve_dw_mult1(const cmsis_nn_dw_conv_params *prm,
     }
 }
 
+/* -- ch_mult > 1: the ch_mult output channels of one input channel share its window. Per input channel, the
+ * window of every output pixel is copied into col (k_h rows of k_w taps, out-of-image taps holding the input zero
+ * point; a byte gather per row), and the channel's filters, transposed to [oc][tap] and zero padded to a multiple
+ * of 16 taps, are dotted with it four output channels at a time by VMLADAVA (the accumulators start at bias +
+ * input_offset * sum(w), as above), then requantized as one vector of four lanes. */
+    #define POCKMCU_MVE_DWM_COL 256 /* taps of one window */
+    #define POCKMCU_MVE_DWM_W 1024  /* bytes of the transposed filters of one input channel */
+
+/* The constants of four output channels. */
+typedef struct
+{
+    int32_t init[4], mult[4], left[4], right[4];
+} pockmcu_mve_dwm_blk;
+
+/* Whether the ch_mult > 1 path fits its stack blocks for this geometry. */
+POCKMCU_MVE_INLINE int32_t pockmcu_mve_dwm_fits(const cmsis_nn_dw_conv_params *prm, const cmsis_nn_dims *filter_dims)
+{
+    const int32_t kk = filter_dims->h * filter_dims->w;
+    return kk <= POCKMCU_MVE_DWM_COL && ((prm->ch_mult + 3) & ~3) * ((kk + 15) & ~15) <= POCKMCU_MVE_DWM_W;
+}
+
+static void pockmcu_mve_dw_multi(const cmsis_nn_dw_conv_params *prm,
+                                 const cmsis_nn_per_channel_quant_params *quant_params,
+                                 const cmsis_nn_dims *input_dims,
+                                 const int8_t *input_data,
+                                 const cmsis_nn_dims *filter_dims,
+                                 const int8_t *filter_data,
+                                 const int32_t *bias_data,
+                                 const cmsis_nn_dims *output_dims,
+                                 int8_t *output_data)
+{
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t in_c = input_dims->c;
+    const int32_t out_h = output_dims->h;
+    const int32_t out_w = output_dims->w;
+    const int32_t out_c = output_dims->c;
+    const int32_t k_h = filter_dims->h;
+    const int32_t k_w = filter_dims->w;
+    const int32_t dil_h = prm->dilation.h;
+    const int32_t dil_w = prm->dilation.w;
+    const int32_t m = prm->ch_mult;
+    const int32_t kk = k_h * k_w;
+    const int32_t kk16 = (kk + 15) & ~15;
+    const int32_t n_blk = (m + 3) >> 2;
+    /* a row of the window is one byte gather when its offsets fit 8 bits */
+    const int32_t gather = k_w <= 16 && (k_w - 1) * dil_w * in_c <= 255;
+    const uint8x16_t offs = vmulq_n_u8(vidupq_n_u8(0, 1), (uint8_t)(gather ? dil_w * in_c : 0));
+    const mve_pred16_t p_kw = vctp8q((uint32_t)pockmcu_min_i32(k_w, 16));
+    const int8x16_t zp = vdupq_n_s8((int8_t)-prm->input_offset);
+    const int32x4_t oo = vdupq_n_s32(prm->output_offset);
+    const int32x4_t lo = vdupq_n_s32(prm->activation.min);
+    const int32x4_t hi = vdupq_n_s32(prm->activation.max);
+    int8_t col[POCKMCU_MVE_DWM_COL + 16] __attribute__((aligned(16)));
+    int8_t wt[POCKMCU_MVE_DWM_W] __attribute__((aligned(16)));
+    pockmcu_mve_dwm_blk blk[POCKMCU_MVE_DWM_W / 64];
+    int32_t ic, j, t, b, oy, ox;
+
+    pockmcu_mve_fill_s8(col, vdupq_n_s8(0), kk16); /* the taps past kk meet zero weights */
+    for (ic = 0; ic < in_c; ic++)
+    {
+        for (j = 0; j < 4 * n_blk; j++)
+        {
+            const int32_t oc = ic * m + (j < m ? j : 0);
+            int8_t *wr = wt + j * kk16;
+            int32_t sum = 0;
+            pockmcu_mve_fill_s8(wr, vdupq_n_s8(0), kk16);
+            if (j < m)
+            {
+                for (t = 0; t < kk; t++)
+                {
+                    wr[t] = filter_data[t * out_c + oc];
+                    sum += wr[t];
+                }
+            }
+            blk[j >> 2].init[j & 3] = (bias_data != NULL ? bias_data[oc] : 0) + prm->input_offset * sum;
+            blk[j >> 2].mult[j & 3] = quant_params->multiplier[oc];
+            blk[j >> 2].left[j & 3] = pockmcu_max_i32(quant_params->shift[oc], 0);
+            blk[j >> 2].right[j & 3] = pockmcu_min_i32(quant_params->shift[oc], 0);
+        }
+        for (b = 0; b < input_dims->n; b++)
+        {
+            const int8_t *in_ch = input_data + b * in_h * in_w * in_c + ic;
+            int8_t *out = output_data + b * out_h * out_w * out_c + ic * m;
+            for (oy = 0; oy < out_h; oy++)
+            {
+                const int32_t in_y0 = oy * prm->stride.h - prm->padding.h;
+                for (ox = 0; ox < out_w; ox++, out += out_c)
+                {
+                    const int32_t in_x0 = ox * prm->stride.w - prm->padding.w;
+                    const int32_t kx_start = pockmcu_min_i32(pockmcu_window_start(in_x0, dil_w), k_w);
+                    const int32_t kx_end = pockmcu_max_i32(pockmcu_window_end(in_x0, dil_w, in_w, k_w), kx_start);
+                    int32_t ky, kx;
+                    /* the window into col */
+                    for (ky = 0; ky < k_h; ky++)
+                    {
+                        const int32_t iy = in_y0 + ky * dil_h;
+                        int8_t *dst = col + ky * k_w;
+                        const int8_t *row = in_ch + (iy * in_w + in_x0) * in_c;
+                        if ((uint32_t)iy >= (uint32_t)in_h)
+                        {
+                            for (kx = 0; kx < k_w; kx += 16)
+                            {
+                                vstrbq_p_s8(dst + kx, zp, vctp8q((uint32_t)(k_w - kx)));
+                            }
+                        }
+                        else if (gather)
+                        {
+                            const mve_pred16_t p = vctp8q((uint32_t)kx_end) & ~vctp8q((uint32_t)kx_start);
+                            vstrbq_p_s8(dst, vpselq_s8(vldrbq_gather_offset_z_s8(row, offs, p), zp, p), p_kw);
+                        }
+                        else
+                        {
+                            for (kx = 0; kx < k_w; kx++)
+                            {
+                                dst[kx] =
+                                    kx >= kx_start && kx < kx_end ? row[kx * dil_w * in_c] : (int8_t)-prm->input_offset;
+                            }
+                        }
+                    }
+                    /* four output channels per dot product loop */
+                    for (j = 0; j < n_blk; j++)
+                    {
+                        const pockmcu_mve_dwm_blk *k = &blk[j];
+                        const int8_t *x = col;
+                        const int8_t *w0 = wt + 4 * j * kk16;
+                        const int8_t *w1 = w0 + kk16;
+                        const int8_t *w2 = w1 + kk16;
+                        const int8_t *w3 = w2 + kk16;
+                        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+                        int32x4_t acc;
+                        for (t = kk16 >> 4; t > 0; t--)
+                        {
+                            const int8x16_t xv = vldrbq_s8(x);
+                            a0 = vmladavaq_s8(a0, xv, vldrbq_s8(w0));
+                            a1 = vmladavaq_s8(a1, xv, vldrbq_s8(w1));
+                            a2 = vmladavaq_s8(a2, xv, vldrbq_s8(w2));
+                            a3 = vmladavaq_s8(a3, xv, vldrbq_s8(w3));
+                            x += 16;
+                            w0 += 16;
+                            w1 += 16;
+                            w2 += 16;
+                            w3 += 16;
+                        }
+                        acc = vsetq_lane_s32(a3, vsetq_lane_s32(a2, vsetq_lane_s32(a1, vdupq_n_s32(a0), 1), 2), 3);
+                        acc = vaddq_s32(acc, vldrwq_s32(k->init));
+                        acc = pockmcu_mve_requantize_lr(
+                            acc, vldrwq_s32(k->mult), vldrwq_s32(k->left), vldrwq_s32(k->right));
+                        acc = vminq_s32(vmaxq_s32(vaddq_s32(acc, oo), lo), hi);
+                        vstrbq_p_s32(out + 4 * j, acc, vctp32q((uint32_t)(m - 4 * j)));
+                    }
+                }
+            }
+        }
+    }
+}
+
 static void pockmcu_mve_dw_gather(const cmsis_nn_dw_conv_params *prm,
                                   const cmsis_nn_per_channel_quant_params *quant_params,
                                   const cmsis_nn_dims *input_dims,
@@ -673,6 +912,22 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_mve_s8(const cmsis_nn_context *ctx,
         if (ch_mult == 1 && pockmcu_mve_dw_lines_fit(dw_conv_params, filter_dims))
         {
             pockmcu_mve_dw_mult1(dw_conv_params,
+                                 quant_params,
+                                 input_dims,
+                                 input_data,
+                                 filter_dims,
+                                 filter_data,
+                                 bias_data,
+                                 output_dims,
+                                 output_data);
+            return ARM_CMSIS_NN_SUCCESS;
+        }
+        /* the column path pays for its window copy on filters over 9 taps (3x3 filters: the gathers below) or
+         * where the gathers would leave channels to the scalar loop */
+        if (ch_mult > 1 && pockmcu_mve_dwm_fits(dw_conv_params, filter_dims) &&
+            (filter_dims->h * filter_dims->w > 9 || out_c % 8 != 0))
+        {
+            pockmcu_mve_dw_multi(dw_conv_params,
                                  quant_params,
                                  input_dims,
                                  input_data,

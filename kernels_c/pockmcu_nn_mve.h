@@ -8,7 +8,7 @@
  * loops of pockmcu_layer_loops.h, the very code of the arm_* kernel. Host simulation therefore equals
  * QEMU on Cortex-M55 because the MVE path equals the portable path byte for byte, which
  * tests/test_mve_kernels.py checks in QEMU on hundreds of random geometries and extreme parameters.
- * None needs scratch memory (the conv and depthwise kernels use up to about 2 KB of stack).
+ * None needs scratch memory (the conv and depthwise kernels use up to about 2.5 KB of stack).
  */
 #ifndef POCKMCU_NN_MVE_H
 #define POCKMCU_NN_MVE_H
@@ -76,7 +76,9 @@ int32_t pockmcu_convolve_mve_s8_get_buffer_size(const cmsis_nn_conv_params *conv
  * MVE, ch_mult 1: 16 channels per pixel from zero-point padded copies of the input rows under each output row
  * segment (1 KB of stack) and the group's packed weights (1 KB): every tap a widening load at an immediate
  * offset, VMULLB / VMULLT into int32 accumulators starting at bias + input_offset * sum(w), requantization per
- * lane. ch_mult > 1 (and filters over 64 taps): eight output channels per int16 vector (a gather).
+ * lane; interior 16-channel segments of other filters read the taps in place. ch_mult > 1: per input channel, each
+ * window gathered into a column and VMLADAVA against the ch_mult filters transposed (about 2.3 KB of stack); very
+ * large filters: eight output channels per int16 vector (a gather).
  *
  * @param[in]      ctx            Scratch context; not read (pockmcu_depthwise_conv_mve_s8_get_buffer_size() returns 0).
  * @param[in]      dw_conv_params As for arm_depthwise_conv_wrapper_s8: offsets, ch_mult, stride, padding,
@@ -124,7 +126,8 @@ int32_t pockmcu_depthwise_conv_mve_s8_get_buffer_size(const cmsis_nn_dw_conv_par
  * @brief int8 fully connected layer, per tensor requantization (TFLM FullyConnected):
  *        arm_fully_connected_s8's arguments and bytes.
  *
- * MVE: four output rows per 16-byte input load, VMLADAVA dot products, offsets folded in once.
+ * MVE: four output rows per 16-byte input load, VMLADAVA dot products, offsets folded in once; layers of 16
+ * inputs or fewer: one predicated load per row and the requantization constants formed once per call.
  *
  * @param[in]      ctx            Scratch context; not read (arm_fully_connected_s8_get_buffer_size() returns 0).
  * @param[in]      fc_params      input_offset, filter_offset, output_offset, activation clamp.

@@ -23,6 +23,7 @@
 
 #include <stdint.h>
 
+#include "pockmcu_nn_support_common.h"
 #include "pockmcu_nn_types.h"
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
@@ -111,6 +112,106 @@ POCKMCU_MVE_INLINE void pockmcu_mve_fill_s8(int8_t *dst, int8x16_t v, int32_t n)
     }
 }
 
+/* Fully connected with depth <= 16 (tiny layers: the fixed cost per call and per block of four outputs counts,
+ * not the MACs): the input row is one predicated load per batch, each weight row one predicated load, VMLADAV
+ * for sum w x and VADDV for sum w, the requantization constants formed once per call. The arithmetic of
+ * pockmcu_mve_fc below. */
+POCKMCU_MVE_INLINE arm_cmsis_nn_status pockmcu_mve_fc_small(const cmsis_nn_fc_params *fc_params,
+                                                            const int32_t *multiplier,
+                                                            const int32_t *shift,
+                                                            const int32_t per_channel,
+                                                            const cmsis_nn_dims *input_dims,
+                                                            const int8_t *input_data,
+                                                            const cmsis_nn_dims *filter_dims,
+                                                            const int8_t *filter_data,
+                                                            const int32_t *bias_data,
+                                                            const cmsis_nn_dims *output_dims,
+                                                            int8_t *output_data)
+{
+    const int32_t depth = filter_dims->n;
+    const int32_t out_depth = output_dims->c;
+    const int32_t io = fc_params->input_offset;
+    const int32_t fo = fc_params->filter_offset;
+    const mve_pred16_t p = vctp8q((uint32_t)depth);
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32x4_t oo = vdupq_n_s32(fc_params->output_offset);
+    const int32x4_t lo = vdupq_n_s32(fc_params->activation.min);
+    const int32x4_t hi = vdupq_n_s32(fc_params->activation.max);
+    const int32x4_t mult0 = vdupq_n_s32(multiplier[0]);
+    const int32x4_t left0 = vdupq_n_s32(pockmcu_max_i32(shift[0], 0));
+    const int32x4_t right0 = vdupq_n_s32(pockmcu_min_i32(shift[0], 0));
+    int32_t b, o0;
+
+    for (b = 0; b < input_dims->n; b++)
+    {
+        const int8x16_t xv = vldrbq_z_s8(input_data + b * depth, p);
+        const int32_t sum_x = vaddvq_s8(xv);
+        const int32x4_t base =
+            vdupq_n_s32((int32_t)((uint32_t)fo * (uint32_t)sum_x + (uint32_t)depth * (uint32_t)fo * (uint32_t)io));
+        int8_t *out = output_data + b * out_depth;
+        const int8_t *w = filter_data;
+        for (o0 = 0; o0 < out_depth; o0 += 4, w += 4 * depth)
+        {
+            const int32_t no = out_depth - o0;
+            const mve_pred16_t store = vctp32q((uint32_t)no);
+            int32x4_t acc = vdupq_n_s32(0), sw = vdupq_n_s32(0);
+            int8x16_t wv = vldrbq_z_s8(w, p);
+            int32_t a0 = vmladavq_s8(xv, wv), a1 = 0, a2 = 0, a3 = 0;
+            int32_t s0 = vaddvq_s8(wv), s1 = 0, s2 = 0, s3 = 0;
+            if (no > 1)
+            {
+                wv = vldrbq_z_s8(w + depth, p);
+                a1 = vmladavq_s8(xv, wv);
+                s1 = vaddvq_s8(wv);
+            }
+            if (no > 2)
+            {
+                wv = vldrbq_z_s8(w + 2 * depth, p);
+                a2 = vmladavq_s8(xv, wv);
+                s2 = vaddvq_s8(wv);
+            }
+            if (no > 3)
+            {
+                wv = vldrbq_z_s8(w + 3 * depth, p);
+                a3 = vmladavq_s8(xv, wv);
+                s3 = vaddvq_s8(wv);
+            }
+            /* two lanes per VMOV */
+            __asm__("vmov %q[v][2], %q[v][0], %[a0], %[a2]\n\t"
+                    "vmov %q[v][3], %q[v][1], %[a1], %[a3]\n\t"
+                    "vmov %q[u][2], %q[u][0], %[s0], %[s2]\n\t"
+                    "vmov %q[u][3], %q[u][1], %[s1], %[s3]"
+                    : [v] "+w"(acc), [u] "+w"(sw)
+                    : [a0] "r"(a0),
+                      [a1] "r"(a1),
+                      [a2] "r"(a2),
+                      [a3] "r"(a3),
+                      [s0] "r"(s0),
+                      [s1] "r"(s1),
+                      [s2] "r"(s2),
+                      [s3] "r"(s3));
+            acc = vaddq_s32(vmlaq_n_s32(acc, sw, io), base);
+            if (bias_data != NULL)
+            {
+                acc = vaddq_s32(acc, vldrwq_z_s32(bias_data + o0, store));
+            }
+            if (per_channel)
+            {
+                const int32x4_t sh = vldrwq_z_s32(shift + o0, store);
+                acc = pockmcu_mve_requantize_lr(
+                    acc, vldrwq_z_s32(multiplier + o0, store), vmaxq_s32(sh, zero), vminq_s32(sh, zero));
+            }
+            else
+            {
+                acc = pockmcu_mve_requantize_lr(acc, mult0, left0, right0);
+            }
+            acc = vminq_s32(vmaxq_s32(vaddq_s32(acc, oo), lo), hi);
+            vstrbq_p_s32(out + o0, acc, store);
+        }
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+
 /* Fully connected (pockmcu_fully_connected_s8_loops' arithmetic), per tensor (per_channel 0: multiplier[0],
  * shift[0]) or per output channel (1), both constants at the call. Four output rows at a time share each
  * 16-byte input load; the offsets are folded in as sum (w + fo)(x + io) = sum w x + io sum w + fo sum x
@@ -134,6 +235,21 @@ POCKMCU_MVE_INLINE arm_cmsis_nn_status pockmcu_mve_fc(const cmsis_nn_fc_params *
     const int32_t tail = depth & 15;
     const mve_pred16_t tail_p = vctp8q((uint32_t)tail);
     int32_t b, o0, d;
+
+    if (depth <= 16)
+    {
+        return pockmcu_mve_fc_small(fc_params,
+                                    multiplier,
+                                    shift,
+                                    per_channel,
+                                    input_dims,
+                                    input_data,
+                                    filter_dims,
+                                    filter_data,
+                                    bias_data,
+                                    output_dims,
+                                    output_data);
+    }
 
     for (b = 0; b < input_dims->n; b++)
     {

@@ -26,12 +26,13 @@ from .board.emulate import HostBoard
 from .board.proxy import LossyProxy
 from .build import build_target, elf_size
 from .codegen import write_project
-from .compiler import TrainOptions, compile_model, load_and_check, parse_size
+from .compiler import TrainOptions, compile_graph, compile_model, load_and_check, parse_size, with_kernels
 from .errors import PockError
 from .kernel_bench import kernel_markdown, kernel_table
 from .qemu import run_samples
 from .reference import run_reference
 from .sim import read_plan
+from .stream import all_candidates
 from .targets import get_target
 from .train import HostTrainer, stream
 from .train_bench import bench_train
@@ -104,12 +105,23 @@ def run_profiled(out: Path, target: str, xs: list, cmsis_nn_path: str | None = N
     return raw, prof[0]
 
 
+def bench_compile(model: str | Path, target: str, ram: int, numerics: str | None = None, kernels: str = "auto",
+                  schedule_of: str | None = None):
+    """``compile_model`` with --stream auto; ``schedule_of``: the kernel library whose streaming decision the
+    schedule takes (the stream pass weighs each library's scratch buffers, so Arm's kernels alone may leave a
+    model untiled that ours tile: side_by_side gives Arm's build the schedule of ours)."""
+    g = load_and_check(model, numerics)
+    cands = all_candidates(with_kernels(g, target, schedule_of)) if schedule_of else None
+    return compile_graph(g, ram, target=target, stream_candidates=cands, kernels=kernels)
+
+
 def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", workdir: Path | None = None,
                 numerics: str | None = None, kernels: str = "auto", cmsis_nn_path: str | Path | None = None,
-                seed: int = 0) -> dict:
+                seed: int = 0, schedule_of: str | None = None) -> dict:
     """Exact instructions per op and per inference, RAM and flash, for --kernels auto | portable |
     cmsis-nn (Arm's kernels: built against ``cmsis_nn_path`` or $CMSIS_NN_PATH). ``output_hex``: the
-    output bytes of the measured inference (seeded random input), for byte comparisons."""
+    output bytes of the measured inference (seeded random input), for byte comparisons. ``schedule_of``:
+    see ``bench_compile``."""
     cmsis = cmsis_nn_checkout(kernels, cmsis_nn_path)
     tmp = tempfile.TemporaryDirectory(prefix="pockmcu-bench-") if workdir is None else None
     out = Path(tmp.name if tmp else workdir) / "out"
@@ -117,7 +129,7 @@ def bench_model(model: str | Path, target: str = "qemu-m4", ram: str = "4MB", wo
 
         t0 = time.perf_counter()
         budget = min(parse_size(ram), get_target(target).ram_bytes)   # never more than the part has
-        compiled = compile_model(model, ram=budget, target=target, numerics=numerics, kernels=kernels)
+        compiled = bench_compile(model, target, budget, numerics, kernels, schedule_of)
         write_project(compiled, out)
         gen_seconds = time.perf_counter() - t0
         plan = read_plan(out)
@@ -169,7 +181,7 @@ def side_by_side(model: str | Path, target: str, cmsis_nn_path: str | Path | Non
     row["compact"] = bench_model(model, target, kernels="compact", seed=seed)
     row["portable"] = bench_model(model, target, kernels="portable", seed=seed)
     row["arm"] = bench_model(model, target, kernels="cmsis-nn", cmsis_nn_path=cmsis_nn_path,
-                             seed=seed) if cmsis_nn_path else None
+                             seed=seed, schedule_of="auto") if cmsis_nn_path else None
     runs = [r for r in (row["compact"], row["portable"], row["arm"]) if r]
     row["outputs_equal"] = all(r["output_hex"] == row["auto"]["output_hex"] for r in runs)
     row["same_schedule"] = row["arm"] is None or row["arm"]["schedule"] == row["auto"]["schedule"]

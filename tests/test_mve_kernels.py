@@ -285,8 +285,8 @@ def make_case(rng, kind: str, i: int, big: dict | None = None) -> tuple[dict, by
                  filter_offset=int(rng.integers(-127, 129)), ch_mult=int(rng.choice([20, 20, 0, 7, 31])))
         filt_shape = in_shape = (block,)
     else:
-        depth = int(rng.integers(1, 300))
-        out_c = max(1, min(int(rng.integers(1, 68)), 900 // depth))
+        depth = int(rng.integers(1, 300)) if big is None else big["depth"]
+        out_c = max(1, min(int(rng.integers(1, 68)), 900 // depth)) if big is None else big["oc"]
         h.update(in_h=1, in_w=1, in_c=depth, out_h=1, out_w=1, out_c=out_c, k_c=depth)
         if rng.random() < 0.3:
             h["filter_offset"] = int(rng.choice([128, -127, 5, int(rng.integers(-127, 129))]))
@@ -336,6 +336,14 @@ BIG = [
     ("conv", dict(k=3, s=2, d=2, h=7, w=7, c=5, oc=6, mode="asym")),
     ("avgpool", dict(k=16, s=1, d=1, h=16, w=16, c=17, mode="valid")),  # 256 values: the int32 sums
     ("avgpool", dict(k=3, kh=25, kw=5, s=1, d=1, h=25, w=5, c=20, mode="valid")),  # KWS's global pool
+    # 1-D models (sww_ref): tall filters over one column, taps read in place; ch_mult > 1 (micro_speech)
+    ("depthwise", dict(k=3, kh=10, kw=1, s=1, d=1, h=16, w=1, c=24, mode="valid")),
+    ("depthwise", dict(k=3, kh=5, kw=1, s=2, d=2, h=12, w=2, c=20, mode="same")),
+    ("depthwise", dict(k=3, kh=10, kw=8, s=2, d=1, h=10, w=12, c=1, m=8, mode="same")),
+    ("depthwise", dict(k=3, kh=3, kw=17, s=1, d=1, h=3, w=18, c=3, m=3, mode="same")),
+    # fully connected layers of 16 inputs or fewer (hello_world): the small path, full and partial blocks
+    ("fc", dict(depth=1, oc=16)), ("fc", dict(depth=16, oc=11)), ("fc", dict(depth=7, oc=6)),
+    ("fc_per_channel", dict(depth=12, oc=9)), ("fc_per_channel", dict(depth=16, oc=1)),
 ]
 
 
