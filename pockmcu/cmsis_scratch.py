@@ -152,8 +152,9 @@ def arm_scratch_bytes(g: Graph, op: Op) -> int | None:
     """The scratch bytes ``op`` needs in a CMSIS-NN build on ``g``'s core, or None when its kernel
     and its scratch query are pockmcu's (the planner then asks ``OpDef.scratch_bytes``).
 
-    Ops that run pockmcu's kernel but whose pockmcu_init query is Arm's (onnxruntime fully connected
-    layers and average pools ask arm_fully_connected_s8 / arm_avgpool_s8's query) get Arm's size too."""
+    Ops that run pockmcu's kernel beside Arm's library (onnxruntime numerics) get the larger of Arm's size
+    and their own (``planned_scratch_bytes``), which OpDef.scratch_bytes computes for the kernel that runs
+    in that library."""
     core = arm_core(g.features)
     if op.kind in ("CONV_2D", "DEPTHWISE_CONV_2D") and runs_arm_kernel(g, op):
         f = convolve_wrapper_s8 if op.kind == "CONV_2D" else depthwise_conv_wrapper_s8

@@ -191,10 +191,8 @@ class Conv2D(_WindowOp):
         pixels, plus one int8 receptive field unless pointwise; the portable kernels need none. Sized
         for the kernel the table picks for g's features (a split-stored layer then runs the portable
         split kernel and leaves its scratch unused)."""
-        if g.library != "pockmcu":
-            return super().scratch_bytes(g, op, in_place)
         kind = DSP_SCRATCH.get(choose(self.kind, self.kernel, g.numerics, g.features, self.shape_class(g, op),
-                                      off=g.kernels_off).function)
+                                      library=g.library, off=g.kernels_off).function)
         if kind is None:
             return 0
         w, y = g.t(operand(op, "weights")), g.t(op.outputs[0])
@@ -293,7 +291,8 @@ class DepthwiseConv2D(_WindowOp):
     def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
         """pockmcu_depthwise_conv_3x3_dsp_s8_get_buffer_size: extended weights, requantization parameters
         and a ring of 3 extended input rows; the other depthwise kernels need none."""
-        k = choose(self.kind, self.kernel, g.numerics, g.features, self.variant(g, op, None), off=g.kernels_off)
+        k = choose(self.kind, self.kernel, g.numerics, g.features, self.variant(g, op, None), library=g.library,
+                   off=g.kernels_off)
         if k.function != "pockmcu_depthwise_conv_3x3_dsp_s8":
             return 0
         out_w, stride_w = g.t(op.outputs[0]).shape[2], op.options.stride[1]

@@ -124,9 +124,7 @@ class FullyConnected(OpDef):
     def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
         """The DSP kernels' scratch (pockmcu_dsp_fc_buffer_size): the int16 column of four batches (fewer
         when there are fewer); the portable kernels need none."""
-        if g.library != "pockmcu":
-            return super().scratch_bytes(g, op, in_place)
-        if choose(self.kind, self.kernel, g.numerics, g.features, self.quant_class(g, op),
+        if choose(self.kind, self.kernel, g.numerics, g.features, self.quant_class(g, op), library=g.library,
                   off=g.kernels_off).function not in DSP_SCRATCH:
             return 0
         return dsp_column_bytes(int(op.prepared.in_features), int(op.prepared.batches))
