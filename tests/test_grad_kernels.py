@@ -50,6 +50,7 @@ TRAIN_FUNCS = [
     "pockmcu_softmax_xent_grad_s8", "pockmcu_mse_grad_s8", "pockmcu_mse_grad_f32",
     # split weight storage: the forward kernel, checked against the unsplit ones on merged weights
     "pockmcu_convolve_split_s8", "arm_convolve_wrapper_s8", "pockmcu_convolve_ort_s8",
+    "pockmcu_convolve_split_s8_simd",   # its DSP form (portable C of the same loops on the host)
 ]
 TRAIN_SOURCES = [KERNELS / f"{name}.c" for name in TRAIN_FUNCS]
 
@@ -213,9 +214,10 @@ class TK:
         return gi
 
     def conv_forward(self, g: Geom, x, w, bias, mult, shift, in_off, out_off, act, ort, head=None, head_c=0,
-                     split=False):
+                     split=False, simd=False):
         """int8 forward conv: arm_convolve_wrapper_s8 / pockmcu_convolve_ort_s8 (split=False) or
-        pockmcu_convolve_split_s8 (split=True, head as in conv_grad_input). Returns (status, output)."""
+        pockmcu_convolve_split_s8 (split=True, head as in conv_grad_input; simd: its DSP form
+        pockmcu_convolve_split_s8_simd). Returns (status, output)."""
         n, _, _, cin = x.shape
         co, kh, kw, kc = w.shape
         p = self.conv_params(g, in_off)
@@ -233,7 +235,8 @@ class TK:
             bias, np.int32)), self.dims(n, *g.out, co), self.p("int8_t", y))
         if split:
             hp = self.p("int8_t", None if head is None else np.ascontiguousarray(head, np.int8))
-            st = self.lib.pockmcu_convolve_split_s8(*args_in, hp, int(head_c), *args_out, int(ort))
+            f = self.lib.pockmcu_convolve_split_s8_simd if simd else self.lib.pockmcu_convolve_split_s8
+            st = f(*args_in, hp, int(head_c), *args_out, int(ort))
         elif ort:
             st = self.lib.pockmcu_convolve_ort_s8(*args_in, *args_out)
         else:
@@ -681,6 +684,9 @@ def check_conv_split(k: TK, rng, n_iter):
                                       head if head_c else None, head_c, split=True)
             assert st0 == 0 and st1 == 0, (st0, st1)
             assert np.array_equal(got, want), f"split forward (ort={ort}, head_c={head_c}/{cin}) {g}"
+            st2, simd = k.conv_forward(g, x, flash, bias, mult, shift, in_off, out_off, act, ort,
+                                       head if head_c else None, head_c, split=True, simd=True)
+            assert st2 == 0 and np.array_equal(simd, want), f"split simd forward (ort={ort}, {head_c}/{cin}) {g}"
             assert len(np.unique(want)) > 1 or want.size < 4, "degenerate case: every output clamped"
         gi = k.conv_grad_input(g, n, cin, w, fs, go)
         gi_split = k.conv_grad_input(g, n, cin, flash, fs, go, head if head_c else None, head_c)
@@ -707,12 +713,17 @@ def check_conv_split(k: TK, rng, n_iter):
                          (np.zeros((co, *g.k, 1), np.int8), -1)):
         st, _ = k.conv_forward(g, x, w, None, *ones, 0, 0, (-128, 127), 0, head, head_c, split=True)
         assert st == -1, (head_c, st)
+        st, _ = k.conv_forward(g, x, w, None, *ones, 0, 0, (-128, 127), 0, head, head_c, split=True, simd=True)
+        assert st == -1, (head_c, st)
         st, _ = k.conv_grad_input(g, n, cin, w, fs, go, head, head_c, status=True)
         assert st == -1, (head_c, st)
     st, _ = k.conv_grad_input(g, n, cin, w, fs, go, np.zeros((co, *g.k, 1), np.int8), 0, status=True)
     assert st == -1, "the split input gradient needs a head"
     if cin > 1:  # grouped filters are not splittable
         st, _ = k.conv_forward(g, x, w[..., :1], None, *ones, 0, 0, (-128, 127), 0, w[..., :1], 1, split=True)
+        assert st == -1, st
+        st, _ = k.conv_forward(g, x, w[..., :1], None, *ones, 0, 0, (-128, 127), 0, w[..., :1], 1, split=True,
+                               simd=True)
         assert st == -1, st
 
 
