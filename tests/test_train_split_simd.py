@@ -138,7 +138,6 @@ int main(void)
 @pytest.fixture(scope="module")
 def host_bytes(tmp_path_factory):
     import cffi
-
     from conftest import KERNELS_DIR
 
     tmp = tmp_path_factory.mktemp("split")
