@@ -37,6 +37,7 @@
 
 #include "pockmcu_nn.h"
 #include "pockmcu_train_fast.h"
+#include "pockmcu_wgrad_fast.h"
 
 /* The loop geometry shared by the helpers. */
 typedef struct
@@ -136,6 +137,141 @@ static void wgrad_block4(const wgrad_geom *q,
     g[c + 3] = a33;
 }
 
+/* The output columns ox in [*lo, *hi) whose tap kx reads an input column inside the image. */
+static void wgrad_cols(const wgrad_geom *q, int32_t kx, int32_t *lo, int32_t *hi)
+{
+    const int32_t first = kx * q->dil_w - q->pad_w; /* input column of ox = 0 */
+    int32_t a = 0, b = q->out_w;
+    if (first < 0)
+    {
+        a = (-first + q->stride_w - 1) / q->stride_w;
+    }
+    if (first + (b - 1) * q->stride_w >= q->in_w)
+    {
+        b = first >= q->in_w ? 0 : (q->in_w - 1 - first) / q->stride_w + 1;
+    }
+    *lo = a;
+    *hi = b > a ? b : a;
+}
+
+/* wgrad_block4 for channels [c, c + nc), nc <= 4, without looking at the gradients: each row of output
+ * positions walks only its in-image columns with two pointers (no per-position tests), the 4 gradients
+ * loaded by one VLDM and the nc input values converted once for the 4 channels. Every sum runs over the
+ * same positions in the same (n, oh, ow) ascending order from +0 as wgrad_block4 (which skips zero
+ * gradients: +-0 terms, which change no sum), so the bits are the same. */
+static void wgrad_block4_dense(const wgrad_geom *q,
+                               float *g,
+                               int32_t row,
+                               const int8_t *input,
+                               const float *grad_output,
+                               int32_t o0,
+                               int32_t c,
+                               int32_t nc,
+                               int32_t ky,
+                               int32_t kx)
+{
+    float a00 = 0.0f, a01 = 0.0f, a02 = 0.0f, a03 = 0.0f;
+    float a10 = 0.0f, a11 = 0.0f, a12 = 0.0f, a13 = 0.0f;
+    float a20 = 0.0f, a21 = 0.0f, a22 = 0.0f, a23 = 0.0f;
+    float a30 = 0.0f, a31 = 0.0f, a32 = 0.0f, a33 = 0.0f;
+    const int32_t off = q->input_offset;
+    const uint32_t off2 = ((uint32_t)off & 0xFFFFu) | ((uint32_t)off << 16);
+    const int32_t x_step = q->stride_w * q->k_ch;
+    int32_t b, oy, ox_lo, ox_hi, k;
+    float *gq;
+
+    wgrad_cols(q, kx, &ox_lo, &ox_hi);
+    for (b = 0; b < q->batches; b++)
+    {
+        for (oy = 0; oy < q->out_h; oy++)
+        {
+            const int32_t iy = oy * q->stride_h - q->pad_h + ky * q->dil_h;
+            const float *go;
+            const int8_t *x;
+            int32_t n;
+            if (iy < 0 || iy >= q->in_h || ox_lo >= ox_hi)
+            {
+                continue;
+            }
+            go = grad_output + ((b * q->out_h + oy) * q->out_w + ox_lo) * q->out_c + o0;
+            x = input + ((b * q->in_h + iy) * q->in_w + ox_lo * q->stride_w - q->pad_w + kx * q->dil_w) * q->k_ch + c;
+            n = ox_hi - ox_lo;
+            if (nc == 4)
+            {
+                for (; n > 0; n--)
+                {
+                    float gv[4], xv[4];
+                    pockmcu_ld4_f32(go, gv);
+                    pockmcu_cvt4_s8(x, off, off2, xv);
+                    go += q->out_c;
+                    x += x_step;
+                    a00 = pockmcu_mla_f32(a00, gv[0], xv[0]);
+                    a01 = pockmcu_mla_f32(a01, gv[0], xv[1]);
+                    a02 = pockmcu_mla_f32(a02, gv[0], xv[2]);
+                    a03 = pockmcu_mla_f32(a03, gv[0], xv[3]);
+                    a10 = pockmcu_mla_f32(a10, gv[1], xv[0]);
+                    a11 = pockmcu_mla_f32(a11, gv[1], xv[1]);
+                    a12 = pockmcu_mla_f32(a12, gv[1], xv[2]);
+                    a13 = pockmcu_mla_f32(a13, gv[1], xv[3]);
+                    a20 = pockmcu_mla_f32(a20, gv[2], xv[0]);
+                    a21 = pockmcu_mla_f32(a21, gv[2], xv[1]);
+                    a22 = pockmcu_mla_f32(a22, gv[2], xv[2]);
+                    a23 = pockmcu_mla_f32(a23, gv[2], xv[3]);
+                    a30 = pockmcu_mla_f32(a30, gv[3], xv[0]);
+                    a31 = pockmcu_mla_f32(a31, gv[3], xv[1]);
+                    a32 = pockmcu_mla_f32(a32, gv[3], xv[2]);
+                    a33 = pockmcu_mla_f32(a33, gv[3], xv[3]);
+                }
+            }
+            else /* one input channel (the tail of 1 to 3): 4 sums */
+            {
+                for (; n > 0; n--)
+                {
+                    float gv[4];
+                    const float x0 = (float)((int32_t)x[0] + off);
+                    pockmcu_ld4_f32(go, gv);
+                    go += q->out_c;
+                    x += x_step;
+                    a00 = pockmcu_mla_f32(a00, gv[0], x0);
+                    a10 = pockmcu_mla_f32(a10, gv[1], x0);
+                    a20 = pockmcu_mla_f32(a20, gv[2], x0);
+                    a30 = pockmcu_mla_f32(a30, gv[3], x0);
+                }
+            }
+        }
+    }
+    gq = g + c;
+    for (k = 0; k < 4; k++, gq += row)
+    {
+        const float r0 = k == 0 ? a00 : (k == 1 ? a10 : (k == 2 ? a20 : a30));
+        const float r1 = k == 0 ? a01 : (k == 1 ? a11 : (k == 2 ? a21 : a31));
+        const float r2 = k == 0 ? a02 : (k == 1 ? a12 : (k == 2 ? a22 : a32));
+        const float r3 = k == 0 ? a03 : (k == 1 ? a13 : (k == 2 ? a23 : a33));
+        gq[0] = r0;
+        if (nc == 4)
+        {
+            gq[1] = r1;
+            gq[2] = r2;
+            gq[3] = r3;
+        }
+    }
+}
+
+/* Positions (n, oh, ow) where the 4 gradients of output channels [o0, o0 + 4) are all zero, times 4,
+ * against the number of positions: the dense loop wins unless a quarter or more are zero. */
+static int32_t wgrad_mostly_zero(const wgrad_geom *q, const float *grad_output, int32_t o0)
+{
+    const int32_t positions = q->batches * q->out_h * q->out_w;
+    const float *go = grad_output + o0;
+    int32_t p, zeros = 0;
+    for (p = 0; p < positions; p++, go += q->out_c)
+    {
+        zeros += (pockmcu_f32_magnitude_bits(go) | pockmcu_f32_magnitude_bits(go + 1) |
+                  pockmcu_f32_magnitude_bits(go + 2) | pockmcu_f32_magnitude_bits(go + 3)) == 0u;
+    }
+    return zeros * 4 >= positions;
+}
+
 /* One output channel o, input channels [c0, k_ch) of every tap: g[tap * k_ch + c] (the original loops,
  * accumulating in g from +0; grad_output == 0 positions skipped). */
 static void wgrad_row(const wgrad_geom *q,
@@ -210,7 +346,7 @@ arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
     const int32_t taps = k_h * k_w;
     wgrad_geom q;
     float *g_buf;
-    int32_t o, tap, rows;
+    int32_t o, tap, rows, dense;
 
     if (conv_params->stride.h < 1 || conv_params->stride.w < 1 || conv_params->dilation.h < 1 ||
         conv_params->dilation.w < 1 || k_ch < 0 || channel_begin < 0 || channel_begin + k_ch > full_c ||
@@ -243,12 +379,30 @@ arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
     q.pad_h = conv_params->padding.h;
     q.pad_w = conv_params->padding.w;
     q.input_offset = conv_params->input_offset;
+    dense = q.input_offset >= -128 && q.input_offset <= 128; /* the SXTAB16 lanes hold x + offset exactly */
 
     for (o = 0; o < out_c;)
     {
-        const int32_t n_o = (rows >= 4 && o + 4 <= out_c && k_ch >= 4) ? 4 : 1;
+        const int32_t n_o = (rows >= 4 && o + 4 <= out_c && (k_ch >= 4 || dense)) ? 4 : 1;
         int32_t r;
-        if (n_o == 4)
+        if (n_o == 4 && dense && !wgrad_mostly_zero(&q, grad_output, o))
+        {
+            int32_t c;
+            for (tap = 0; tap < taps; tap++)
+            {
+                for (c = 0; c + 4 <= k_ch; c += 4)
+                {
+                    wgrad_block4_dense(
+                        &q, g_buf + tap * k_ch, taps * k_ch, input, grad_output, o, c, 4, tap / k_w, tap % k_w);
+                }
+                for (; c < k_ch; c++)
+                {
+                    wgrad_block4_dense(
+                        &q, g_buf + tap * k_ch, taps * k_ch, input, grad_output, o, c, 1, tap / k_w, tap % k_w);
+                }
+            }
+        }
+        else if (n_o == 4)
         {
             int32_t c = 0;
             for (tap = 0; tap < taps; tap++)

@@ -1911,6 +1911,11 @@ int pockmcu_fast_workload(uint8_t *dst, int32_t cap)
     wgrad_case(1, 6, 5, 7, 9, 2, 9, 1, 1, 0, 0);
     wgrad_case(2, 7, 7, 8, 8, 0, 8, 3, 2, 1, 1);
     wgrad_case(1, 5, 5, 4, 4, 0, 6, 3, 1, 1, 0);
+    wgrad_case(1, 9, 8, 3, 3, 0, 8, 3, 2, 1, 0); /* a first layer: 3 channels, stride 2, padding */
+    wgrad_case(2, 5, 7, 2, 6, 3, 5, 3, 1, 2, 1); /* channel tail of 2, 5 outputs, padding 2 */
+    wgrad_case(1, 4, 4, 1, 1, 0, 4, 1, 1, 0, 0);
+    wgrad_case(1, 9, 9, 6, 9, 1, 12, 5, 2, 2, 0); /* 5x5, 4 + 2 channels */
+    wgrad_case(1, 8, 8, 13, 13, 0, 8, 1, 1, 0, 0); /* pointwise, tail of 1 */
     zero_pct = 95; /* mostly zero gradients: the skipped chunks and positions */
     conv1x1_case(1, 4, 4, 12, 150, 1, 0, 0);
     conv1x1_case(1, 4, 4, 12, 70, 1, 0, 5);

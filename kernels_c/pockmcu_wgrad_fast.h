@@ -1,0 +1,71 @@
+/*
+ * pockmcu_wgrad_fast.h - inline helpers of the fused weight-gradient + update kernels (not part of the public
+ * API). Each computes exactly the float32 values its portable form spells out:
+ *
+ * - pockmcu_ld4_f32(p, v): v[0..3] = p[0..3]; one VLDM on a core with a single-precision FPU.
+ * - pockmcu_cvt4_s8(x, off, off2, v): v[k] = (float)((int32_t)x[k] + off) for k < 4 (exact: |x + off| <= 255);
+ *   on a DSP + FPU core the bytes are widened with the offset added two at a time (SXTAB16, off2 = off in both
+ *   16-bit lanes) and the low lanes converted by VCVT.F32.S16, the high lanes by VCVT.F32.S32 after a shift.
+ */
+#ifndef POCKMCU_WGRAD_FAST_H
+#define POCKMCU_WGRAD_FAST_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "pockmcu_simd.h"
+#include "pockmcu_train_fast.h"
+
+/* four floats from p (any float-aligned address) */
+POCKMCU_FAST_INLINE void pockmcu_ld4_f32(const float *p, float v[4])
+{
+#if POCKMCU_VMLA_F32
+    register float r0 __asm__("s0");
+    register float r1 __asm__("s1");
+    register float r2 __asm__("s2");
+    register float r3 __asm__("s3");
+    __asm__("vldmia %4, {s0-s3}" : "=t"(r0), "=t"(r1), "=t"(r2), "=t"(r3) : "r"(p), "m"(*(const float(*)[4])p));
+    v[0] = r0;
+    v[1] = r1;
+    v[2] = r2;
+    v[3] = r3;
+#else
+    v[0] = p[0];
+    v[1] = p[1];
+    v[2] = p[2];
+    v[3] = p[3];
+#endif
+}
+
+#if POCKMCU_VMLA_F32 && POCKMCU_HAS_DSP
+/* (float) of the signed low 16-bit lane of w */
+POCKMCU_FAST_INLINE float pockmcu_cvt_lo16(uint32_t w)
+{
+    float f;
+    __asm__("vmov %0, %1\n\tvcvt.f32.s16 %0, %0, #0" : "=&t"(f) : "r"(w));
+    return f;
+}
+#endif
+
+/* v[k] = (float)((int32_t)x[k] + off), k < 4 */
+POCKMCU_FAST_INLINE void pockmcu_cvt4_s8(const int8_t *x, int32_t off, uint32_t off2, float v[4])
+{
+#if POCKMCU_VMLA_F32 && POCKMCU_HAS_DSP
+    const uint32_t w = pockmcu_read_s8x4(x);
+    const uint32_t a = pockmcu_sxtab16(off2, w);      /* x0 + off | x2 + off */
+    const uint32_t b = pockmcu_sxtab16_ror8(off2, w); /* x1 + off | x3 + off */
+    (void)off;
+    v[0] = pockmcu_cvt_lo16(a);
+    v[1] = pockmcu_cvt_lo16(b);
+    v[2] = (float)((int32_t)a >> 16);
+    v[3] = (float)((int32_t)b >> 16);
+#else
+    (void)off2;
+    v[0] = (float)((int32_t)x[0] + off);
+    v[1] = (float)((int32_t)x[1] + off);
+    v[2] = (float)((int32_t)x[2] + off);
+    v[3] = (float)((int32_t)x[3] + off);
+#endif
+}
+
+#endif /* POCKMCU_WGRAD_FAST_H */
