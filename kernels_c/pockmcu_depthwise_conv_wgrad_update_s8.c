@@ -28,6 +28,68 @@
 #include <string.h>
 
 #include "pockmcu_nn.h"
+#include "pockmcu_wgrad_fast.h"
+
+/* ch_mult 1: g[c .. c + 3] (from +0) for one tap of channels [c, c + 4) of the saved input: for each output row,
+ * the columns whose input is inside the image [ox_lo, ox_hi) walked with two pointers, 4 gradients per VLDM and
+ * 4 input bytes widened at once (pockmcu_wgrad_fast.h). The same terms in the same (n, oh, ow) order as the
+ * loops below: the same bits. */
+static void dw_wgrad_block4(float *g,
+                            const int8_t *input,
+                            const float *grad_output,
+                            const cmsis_nn_dw_conv_params *p,
+                            const cmsis_nn_dims *input_dims,
+                            const cmsis_nn_dims *output_dims,
+                            int32_t out_c,
+                            int32_t oc_begin,
+                            int32_t c,
+                            int32_t ky,
+                            int32_t kx,
+                            int32_t ox_lo,
+                            int32_t ox_hi)
+{
+    const int32_t k_ch = input_dims->c;
+    const int32_t off = p->input_offset;
+    const uint32_t off2 = ((uint32_t)off & 0xFFFFu) | ((uint32_t)off << 16);
+    const int32_t x_step = p->stride.w * k_ch;
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    int32_t b, oy;
+    for (b = 0; b < input_dims->n; b++)
+    {
+        for (oy = 0; oy < output_dims->h; oy++)
+        {
+            const int32_t iy = oy * p->stride.h - p->padding.h + ky * p->dilation.h;
+            const int8_t *x;
+            const float *go;
+            int32_t n;
+            if (iy < 0 || iy >= input_dims->h)
+            {
+                continue;
+            }
+            x = input +
+                ((b * input_dims->h + iy) * input_dims->w + ox_lo * p->stride.w - p->padding.w + kx * p->dilation.w) *
+                    k_ch +
+                c;
+            go = grad_output + ((b * output_dims->h + oy) * output_dims->w + ox_lo) * out_c + oc_begin + c;
+            for (n = ox_hi - ox_lo; n > 0; n--)
+            {
+                float gv[4], xv[4];
+                pockmcu_ld4_f32(go, gv);
+                pockmcu_cvt4_s8(x, off, off2, xv);
+                go += out_c;
+                x += x_step;
+                a0 = pockmcu_mla_f32(a0, gv[0], xv[0]);
+                a1 = pockmcu_mla_f32(a1, gv[1], xv[1]);
+                a2 = pockmcu_mla_f32(a2, gv[2], xv[2]);
+                a3 = pockmcu_mla_f32(a3, gv[3], xv[3]);
+            }
+        }
+    }
+    g[c] = a0;
+    g[c + 1] = a1;
+    g[c + 2] = a2;
+    g[c + 3] = a3;
+}
 
 arm_cmsis_nn_status pockmcu_depthwise_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
                                                            const cmsis_nn_dw_conv_params *dw_conv_params,
@@ -86,8 +148,35 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_wgrad_update_s8(const cmsis_nn_contex
         for (kx = 0; kx < k_w; kx++)
         {
             const int32_t tap = ky * k_w + kx;
-            memset(g, 0, (size_t)n_train * sizeof(float));
-            for (b = 0; b < batches; b++)
+            int32_t c0 = 0;
+            if (ch_mult == 1 && input_offset >= -128 && input_offset <= 128)
+            {
+                /* output columns whose tap kx is inside the image */
+                const int32_t first = kx * dil_w - pad_w;
+                int32_t ox_lo = first < 0 ? (-first + stride_w - 1) / stride_w : 0;
+                int32_t ox_hi = first + (out_w - 1) * stride_w < in_w
+                    ? out_w
+                    : (first >= in_w ? 0 : (in_w - 1 - first) / stride_w + 1);
+                ox_hi = ox_hi > ox_lo ? ox_hi : ox_lo;
+                for (; c0 + 4 <= k_ch; c0 += 4)
+                {
+                    dw_wgrad_block4(g,
+                                    input,
+                                    grad_output,
+                                    dw_conv_params,
+                                    input_dims,
+                                    output_dims,
+                                    out_c,
+                                    oc_begin,
+                                    c0,
+                                    ky,
+                                    kx,
+                                    ox_lo,
+                                    ox_hi);
+                }
+            }
+            memset(g + c0 * ch_mult, 0, (size_t)(n_train - c0 * ch_mult) * sizeof(float));
+            for (b = 0; b < batches && c0 < k_ch; b++)
             {
                 for (oy = 0; oy < out_h; oy++)
                 {
@@ -107,7 +196,7 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_wgrad_update_s8(const cmsis_nn_contex
                         }
                         x = input + ((b * in_h + iy) * in_w + ix) * k_ch;
                         go = grad_output + ((b * out_h + oy) * out_w + ox) * out_c + oc_begin;
-                        for (c = 0; c < k_ch; c++)
+                        for (c = c0; c < k_ch; c++)
                         {
                             const float xv = (float)((int32_t)x[c] + input_offset);
                             for (m = 0; m < ch_mult; m++)

@@ -1860,6 +1860,45 @@ static void wgrad_case(int32_t n, int32_t ih, int32_t iw, int32_t k_ch, int32_t 
     emit(&r1, 4);
 }
 
+/* depthwise weight gradient (ch_mult m): the accumulated G (apply 0) and the applied update; QEMU must give the
+ * host's bytes (the host runs the portable C of the fast path's helpers) */
+static void dw_wgrad_case(int32_t ih, int32_t iw, int32_t k_ch, int32_t m, int32_t k, int32_t s, int32_t pad,
+                          int32_t dil)
+{
+    cmsis_nn_dw_conv_params dp;
+    cmsis_nn_dims in_d = {1, ih, iw, k_ch}, f_d, o_d;
+    cmsis_nn_context ctx;
+    pockmcu_optimizer opt = {0.5f, 0.0f, 1, 0};
+    uint32_t r1 = 7u;
+    const int32_t cout = (k_ch + 1) * m, nw = k * k * k_ch * m;
+    memset(&dp, 0, sizeof dp);
+    dp.ch_mult = m;
+    dp.stride.h = dp.stride.w = s;
+    dp.dilation.h = dp.dilation.w = dil;
+    dp.padding.h = dp.padding.w = pad;
+    dp.input_offset = (int32_t)(rnd() % 256u) - 128;
+    f_d.n = 1, f_d.h = k, f_d.w = k, f_d.c = cout;
+    o_d.n = 1;
+    o_d.h = (ih + 2 * pad - (k - 1) * dil - 1) / s + 1;
+    o_d.w = (iw + 2 * pad - (k - 1) * dil - 1) / s + 1;
+    o_d.c = cout;
+    fill_s8(xin, ih * iw * k_ch);
+    fill_s8(w8, k * k * cout);
+    fill_go(go, o_d.h * o_d.w * cout, zero_pct);
+    fill_scale(coefs, cout);
+    memset(gref, 0, (size_t)nw * sizeof(float));
+    ctx.buf = buf;
+    ctx.size = (int32_t)sizeof buf;
+    check(pockmcu_depthwise_conv_wgrad_update_s8(&ctx, &dp, &in_d, xin, &f_d, w8, 1, &o_d, go, coefs, gref, NULL, &opt,
+                                                 &r1) == 0);
+    emit(gref, nw * (int32_t)sizeof(float));
+    opt.apply = 1;
+    check(pockmcu_depthwise_conv_wgrad_update_s8(&ctx, &dp, &in_d, xin, &f_d, w8, 1, &o_d, go, coefs, NULL, NULL, &opt,
+                                                 &r1) == 0);
+    emit(w8, k * k * cout);
+    emit(&r1, 4);
+}
+
 /* the update rule on values hitting every branch of the rounding (huge, NaN, tiny) */
 static void update_case(void)
 {
@@ -1916,6 +1955,11 @@ int pockmcu_fast_workload(uint8_t *dst, int32_t cap)
     wgrad_case(1, 4, 4, 1, 1, 0, 4, 1, 1, 0, 0);
     wgrad_case(1, 9, 9, 6, 9, 1, 12, 5, 2, 2, 0); /* 5x5, 4 + 2 channels */
     wgrad_case(1, 8, 8, 13, 13, 0, 8, 1, 1, 0, 0); /* pointwise, tail of 1 */
+    dw_wgrad_case(7, 6, 9, 1, 3, 1, 1, 1);
+    dw_wgrad_case(9, 8, 8, 1, 3, 2, 1, 1);
+    dw_wgrad_case(6, 7, 6, 1, 3, 1, 2, 2);
+    dw_wgrad_case(5, 5, 5, 2, 3, 1, 1, 1);
+    dw_wgrad_case(8, 8, 3, 1, 5, 2, 2, 1);
     zero_pct = 95; /* mostly zero gradients: the skipped chunks and positions */
     conv1x1_case(1, 4, 4, 12, 150, 1, 0, 0);
     conv1x1_case(1, 4, 4, 12, 70, 1, 0, 5);
@@ -1935,7 +1979,7 @@ FAST_KERNELS = ["pockmcu_conv_grad_input_f32.c", "pockmcu_conv_grad_input_split_
                 "pockmcu_depthwise_conv_grad_input_f32.c", "pockmcu_depthwise_conv_grad_input_rows_f32.c",
                 "pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size.c", "pockmcu_conv_wgrad_update_s8.c",
                 "pockmcu_conv_wgrad_update_s8_get_buffer_size.c", "pockmcu_update_s8.c", "pockmcu_update_s32.c",
-                "pockmcu_stochastic_round.c", "pockmcu_xorshift32.c"]
+                "pockmcu_stochastic_round.c", "pockmcu_xorshift32.c", "pockmcu_depthwise_conv_wgrad_update_s8.c"]
 
 FAST_MAIN_C = r"""
 #include <stdint.h>
