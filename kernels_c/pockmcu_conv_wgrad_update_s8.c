@@ -168,7 +168,8 @@ static void wgrad_block4_dense(const wgrad_geom *q,
                                int32_t c,
                                int32_t nc,
                                int32_t ky,
-                               int32_t kx)
+                               int32_t kx,
+                               int32_t skip_zero)
 {
     float a00 = 0.0f, a01 = 0.0f, a02 = 0.0f, a03 = 0.0f;
     float a10 = 0.0f, a11 = 0.0f, a12 = 0.0f, a13 = 0.0f;
@@ -196,7 +197,38 @@ static void wgrad_block4_dense(const wgrad_geom *q,
             go = grad_output + ((b * q->out_h + oy) * q->out_w + ox_lo) * q->out_c + o0;
             x = input + ((b * q->in_h + iy) * q->in_w + ox_lo * q->stride_w - q->pad_w + kx * q->dil_w) * q->k_ch + c;
             n = ox_hi - ox_lo;
-            if (nc == 4)
+            if (nc == 4 && skip_zero)
+            {
+                for (; n > 0; n--, go += q->out_c, x += x_step)
+                {
+                    float gv[4], xv[4];
+                    uint32_t w0, w1, w2, w3;
+                    pockmcu_ld4_bits(go, &w0, &w1, &w2, &w3);
+                    if (((w0 | w1 | w2 | w3) << 1) == 0u)
+                    {
+                        continue; /* four zero gradients: sixteen +-0 terms */
+                    }
+                    pockmcu_f32_from_bits4(w0, w1, w2, w3, gv);
+                    pockmcu_cvt4_s8(x, off, off2, xv);
+                    a00 = pockmcu_mla_f32(a00, gv[0], xv[0]);
+                    a01 = pockmcu_mla_f32(a01, gv[0], xv[1]);
+                    a02 = pockmcu_mla_f32(a02, gv[0], xv[2]);
+                    a03 = pockmcu_mla_f32(a03, gv[0], xv[3]);
+                    a10 = pockmcu_mla_f32(a10, gv[1], xv[0]);
+                    a11 = pockmcu_mla_f32(a11, gv[1], xv[1]);
+                    a12 = pockmcu_mla_f32(a12, gv[1], xv[2]);
+                    a13 = pockmcu_mla_f32(a13, gv[1], xv[3]);
+                    a20 = pockmcu_mla_f32(a20, gv[2], xv[0]);
+                    a21 = pockmcu_mla_f32(a21, gv[2], xv[1]);
+                    a22 = pockmcu_mla_f32(a22, gv[2], xv[2]);
+                    a23 = pockmcu_mla_f32(a23, gv[2], xv[3]);
+                    a30 = pockmcu_mla_f32(a30, gv[3], xv[0]);
+                    a31 = pockmcu_mla_f32(a31, gv[3], xv[1]);
+                    a32 = pockmcu_mla_f32(a32, gv[3], xv[2]);
+                    a33 = pockmcu_mla_f32(a33, gv[3], xv[3]);
+                }
+            }
+            else if (nc == 4)
             {
                 for (; n > 0; n--)
                 {
@@ -258,7 +290,7 @@ static void wgrad_block4_dense(const wgrad_geom *q,
 }
 
 /* Positions (n, oh, ow) where the 4 gradients of output channels [o0, o0 + 4) are all zero, times 4,
- * against the number of positions: the dense loop wins unless a quarter or more are zero. */
+ * against the number of positions: testing each position pays when a fifth or more are zero. */
 static int32_t wgrad_mostly_zero(const wgrad_geom *q, const float *grad_output, int32_t o0)
 {
     const int32_t positions = q->batches * q->out_h * q->out_w;
@@ -269,7 +301,7 @@ static int32_t wgrad_mostly_zero(const wgrad_geom *q, const float *grad_output, 
         zeros += (pockmcu_f32_magnitude_bits(go) | pockmcu_f32_magnitude_bits(go + 1) |
                   pockmcu_f32_magnitude_bits(go + 2) | pockmcu_f32_magnitude_bits(go + 3)) == 0u;
     }
-    return zeros * 4 >= positions;
+    return zeros * 5 >= positions;
 }
 
 /* One output channel o, input channels [c0, k_ch) of every tap: g[tap * k_ch + c] (the original loops,
@@ -385,20 +417,21 @@ arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
     {
         const int32_t n_o = (rows >= 4 && o + 4 <= out_c && (k_ch >= 4 || dense)) ? 4 : 1;
         int32_t r;
-        if (n_o == 4 && dense && !wgrad_mostly_zero(&q, grad_output, o))
+        if (n_o == 4 && dense)
         {
+            const int32_t skip = wgrad_mostly_zero(&q, grad_output, o);
             int32_t c;
             for (tap = 0; tap < taps; tap++)
             {
                 for (c = 0; c + 4 <= k_ch; c += 4)
                 {
                     wgrad_block4_dense(
-                        &q, g_buf + tap * k_ch, taps * k_ch, input, grad_output, o, c, 4, tap / k_w, tap % k_w);
+                        &q, g_buf + tap * k_ch, taps * k_ch, input, grad_output, o, c, 4, tap / k_w, tap % k_w, skip);
                 }
                 for (; c < k_ch; c++)
                 {
                     wgrad_block4_dense(
-                        &q, g_buf + tap * k_ch, taps * k_ch, input, grad_output, o, c, 1, tap / k_w, tap % k_w);
+                        &q, g_buf + tap * k_ch, taps * k_ch, input, grad_output, o, c, 1, tap / k_w, tap % k_w, 0);
                 }
             }
         }

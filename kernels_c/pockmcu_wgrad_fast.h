@@ -37,6 +37,44 @@ POCKMCU_FAST_INLINE void pockmcu_ld4_f32(const float *p, float v[4])
 #endif
 }
 
+/* The bits of p[0..3] (float aligned): two LDRD on a core with an FPU. */
+POCKMCU_FAST_INLINE void pockmcu_ld4_bits(const float *p, uint32_t *w0, uint32_t *w1, uint32_t *w2, uint32_t *w3)
+{
+#if POCKMCU_VMLA_F32
+    __asm__("ldrd %0, %1, [%4]\n\tldrd %2, %3, [%4, #8]"
+            : "=&r"(*w0), "=&r"(*w1), "=&r"(*w2), "=&r"(*w3)
+            : "r"(p), "m"(*(const float(*)[4])p));
+#else
+    memcpy(w0, p, 4);
+    memcpy(w1, p + 1, 4);
+    memcpy(w2, p + 2, 4);
+    memcpy(w3, p + 3, 4);
+#endif
+}
+
+/* The four floats whose bits are w0..w3 (two VMOV of register pairs on a core with an FPU). */
+POCKMCU_FAST_INLINE void pockmcu_f32_from_bits4(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, float v[4])
+{
+#if POCKMCU_VMLA_F32
+    register float r0 __asm__("s0");
+    register float r1 __asm__("s1");
+    register float r2 __asm__("s2");
+    register float r3 __asm__("s3");
+    __asm__("vmov s0, s1, %4, %5\n\tvmov s2, s3, %6, %7"
+            : "=t"(r0), "=t"(r1), "=t"(r2), "=t"(r3)
+            : "r"(w0), "r"(w1), "r"(w2), "r"(w3));
+    v[0] = r0;
+    v[1] = r1;
+    v[2] = r2;
+    v[3] = r3;
+#else
+    memcpy(&v[0], &w0, 4);
+    memcpy(&v[1], &w1, 4);
+    memcpy(&v[2], &w2, 4);
+    memcpy(&v[3], &w3, 4);
+#endif
+}
+
 #if POCKMCU_VMLA_F32 && POCKMCU_HAS_DSP
 /* (float) of the signed low 16-bit lane of w */
 POCKMCU_FAST_INLINE float pockmcu_cvt_lo16(uint32_t w)
