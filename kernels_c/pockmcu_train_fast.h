@@ -59,11 +59,16 @@ POCKMCU_FAST_INLINE uint32_t pockmcu_xorshift32_step(uint32_t x)
 POCKMCU_FAST_INLINE int32_t pockmcu_sround(float x, uint32_t *state)
 {
     const uint32_t r = pockmcu_xorshift32_step(*state);
-    const float u = (float)(int32_t)(r >> 8) * 0x1p-24f;
     uint32_t bits;
-    float t;
+    float t, u;
     int32_t i;
 
+#if POCKMCU_VMLA_F32
+    /* (r >> 8) as an unsigned fixed-point number with 24 fraction bits: the same exact value */
+    __asm__("vmov %0, %1\n\tvcvt.f32.u32 %0, %0, #24" : "=t"(u) : "r"(r >> 8));
+#else
+    u = (float)(int32_t)(r >> 8) * 0x1p-24f;
+#endif
     *state = r;
     memcpy(&bits, &x, sizeof bits);
     if ((bits & 0x7FFFFFFFu) > 0x4E800000u) /* |x| > 2^30, or NaN */
@@ -92,6 +97,17 @@ POCKMCU_FAST_INLINE int32_t pockmcu_sround(float x, uint32_t *state)
     }
 #endif
     return i;
+}
+
+/* v clamped to [-127, 127] (SSAT to [-128, 127], then -128 -> -127, on Arm). */
+POCKMCU_FAST_INLINE int8_t pockmcu_clamp127(int32_t v)
+{
+#if defined(__arm__) && defined(__GNUC__) && defined(__ARM_FEATURE_SAT)
+    __asm__("ssat %0, #8, %0" : "+r"(v));
+    return (int8_t)(v < -127 ? -127 : v);
+#else
+    return (int8_t)(v > 127 ? 127 : (v < -127 ? -127 : v));
+#endif
 }
 
 /* ---------------------------------------------------------------- 1x1 convolution input gradient */

@@ -35,7 +35,7 @@ void pockmcu_update_s8(int8_t *q,
         for (k = 0; k < n; k++)
         {
             const int32_t v = (int32_t)q[k] + pockmcu_sround(neg_lr * (grad[k] * coef), &state);
-            q[k] = (int8_t)(v > 127 ? 127 : (v < -127 ? -127 : v));
+            q[k] = pockmcu_clamp127(v);
         }
         *rng = state;
         return;
@@ -60,7 +60,7 @@ void pockmcu_update_s8(int8_t *q,
             g = velocity[k];
         }
         v = (int32_t)q[k] + pockmcu_sround(neg_lr * g, &state);
-        q[k] = (int8_t)(v > 127 ? 127 : (v < -127 ? -127 : v));
+        q[k] = pockmcu_clamp127(v);
     }
     *rng = state;
 }
