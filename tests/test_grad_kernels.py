@@ -1899,6 +1899,27 @@ static void dw_wgrad_case(int32_t ih, int32_t iw, int32_t k_ch, int32_t m, int32
     emit(&r1, 4);
 }
 
+/* the depthwise input gradient (gathered for ch_mult 1, any stride): host = QEMU bytes */
+static void dw_gi_case(int32_t ih, int32_t iw, int32_t c, int32_t m, int32_t k, int32_t s, int32_t pad, int32_t dil)
+{
+    cmsis_nn_dw_conv_params dp;
+    cmsis_nn_dims in_d = {1, ih, iw, c}, f_d = {1, k, k, c * m}, o_d;
+    memset(&dp, 0, sizeof dp);
+    dp.ch_mult = m;
+    dp.stride.h = dp.stride.w = s;
+    dp.dilation.h = dp.dilation.w = dil;
+    dp.padding.h = dp.padding.w = pad;
+    o_d.n = 1;
+    o_d.h = (ih + 2 * pad - (k - 1) * dil - 1) / s + 1;
+    o_d.w = (iw + 2 * pad - (k - 1) * dil - 1) / s + 1;
+    o_d.c = c * m;
+    fill_s8(w8, k * k * c * m);
+    fill_scale(scale, c * m);
+    fill_go(go, o_d.h * o_d.w * c * m, zero_pct);
+    check(pockmcu_depthwise_conv_grad_input_f32(&dp, &in_d, &f_d, w8, scale, &o_d, go, gi) == 0);
+    emit(gi, ih * iw * c * (int32_t)sizeof(float));
+}
+
 /* the update rule on values hitting every branch of the rounding (huge, NaN, tiny) */
 static void update_case(void)
 {
@@ -1956,6 +1977,10 @@ int pockmcu_fast_workload(uint8_t *dst, int32_t cap)
     wgrad_case(1, 9, 9, 6, 9, 1, 12, 5, 2, 2, 0); /* 5x5, 4 + 2 channels */
     wgrad_case(1, 8, 8, 13, 13, 0, 8, 1, 1, 0, 0); /* pointwise, tail of 1 */
     dw_wgrad_case(7, 6, 9, 1, 3, 1, 1, 1);
+    dw_gi_case(9, 8, 9, 1, 3, 2, 1, 1);
+    dw_gi_case(8, 7, 6, 1, 3, 2, 0, 1);
+    dw_gi_case(7, 9, 5, 1, 5, 3, 2, 2);
+    dw_gi_case(6, 6, 3, 2, 3, 2, 1, 1);
     dw_wgrad_case(9, 8, 8, 1, 3, 2, 1, 1);
     dw_wgrad_case(6, 7, 6, 1, 3, 1, 2, 2);
     dw_wgrad_case(5, 5, 5, 2, 3, 1, 1, 1);
