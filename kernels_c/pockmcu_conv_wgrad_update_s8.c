@@ -184,10 +184,16 @@ static void wgrad_block4_dense(const wgrad_geom *q,
     /* a pointwise tap reading the pixel it writes (1x1, stride 1, no padding): every position in one run */
     const int32_t whole = q->out_h == q->in_h && q->out_w == q->in_w && q->stride_h == 1 && q->stride_w == 1 &&
         ky * q->dil_h == q->pad_h && kx * q->dil_w == q->pad_w && q->pad_h == 0 && q->pad_w == 0;
+    const int32_t n_b = whole ? 1 : q->batches;
+    const int32_t n_y = whole ? 1 : q->out_h;
     wgrad_cols(q, kx, &ox_lo, &ox_hi);
-    for (b = 0; b < (whole ? 1 : q->batches); b++)
+    if (whole)
     {
-        for (oy = 0; oy < (whole ? 1 : q->out_h); oy++)
+        ox_hi = q->batches * q->out_h * q->out_w;
+    }
+    for (b = 0; b < n_b; b++)
+    {
+        for (oy = 0; oy < n_y; oy++)
         {
             const int32_t iy = oy * q->stride_h - q->pad_h + ky * q->dil_h;
             const float *go;
@@ -199,7 +205,7 @@ static void wgrad_block4_dense(const wgrad_geom *q,
             }
             go = grad_output + ((b * q->out_h + oy) * q->out_w + ox_lo) * q->out_c + o0;
             x = input + ((b * q->in_h + iy) * q->in_w + ox_lo * q->stride_w - q->pad_w + kx * q->dil_w) * q->k_ch + c;
-            n = whole ? q->batches * q->out_h * q->out_w : ox_hi - ox_lo;
+            n = ox_hi - ox_lo;
             if (nc == 4 && skip_zero)
             {
                 for (; n > 0; n--, go += q->out_c, x += x_step)

@@ -37,6 +37,27 @@ POCKMCU_FAST_INLINE void pockmcu_ld4_f32(const float *p, float v[4])
 #endif
 }
 
+/* pockmcu_ld4_f32 into s4-s7 (so that two loads in a row need no moves). */
+POCKMCU_FAST_INLINE void pockmcu_ld4_f32_b(const float *p, float v[4])
+{
+#if POCKMCU_VMLA_F32
+    register float r0 __asm__("s4");
+    register float r1 __asm__("s5");
+    register float r2 __asm__("s6");
+    register float r3 __asm__("s7");
+    __asm__("vldmia %4, {s4-s7}" : "=t"(r0), "=t"(r1), "=t"(r2), "=t"(r3) : "r"(p), "m"(*(const float(*)[4])p));
+    v[0] = r0;
+    v[1] = r1;
+    v[2] = r2;
+    v[3] = r3;
+#else
+    v[0] = p[0];
+    v[1] = p[1];
+    v[2] = p[2];
+    v[3] = p[3];
+#endif
+}
+
 /* The bits of p[0..3] (float aligned): two LDRD on a core with an FPU. */
 POCKMCU_FAST_INLINE void pockmcu_ld4_bits(const float *p, uint32_t *w0, uint32_t *w1, uint32_t *w2, uint32_t *w3)
 {
