@@ -37,7 +37,6 @@
 
 #include "pockmcu_nn.h"
 #include "pockmcu_train_fast.h"
-#include "pockmcu_wgrad_fast.h"
 
 /* The loop geometry shared by the helpers. */
 typedef struct

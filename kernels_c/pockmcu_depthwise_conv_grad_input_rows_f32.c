@@ -21,7 +21,6 @@
 
 #include "pockmcu_nn.h"
 #include "pockmcu_train_fast.h"
-#include "pockmcu_wgrad_fast.h"
 
 /* Copy channels [c0, c0 + len) of ring row `row` to input row `row` of the gradient. */
 static void store_row(float *gi_b,

@@ -28,11 +28,11 @@
 #include <string.h>
 
 #include "pockmcu_nn.h"
-#include "pockmcu_wgrad_fast.h"
+#include "pockmcu_train_fast.h"
 
 /* ch_mult 1: g[c .. c + 3] (from +0) for one tap of channels [c, c + 4) of the saved input: for each output row,
  * the columns whose input is inside the image [ox_lo, ox_hi) walked with two pointers, 4 gradients per VLDM and
- * 4 input bytes widened at once (pockmcu_wgrad_fast.h). The same terms in the same (n, oh, ow) order as the
+ * 4 input bytes widened at once (pockmcu_train_fast.h). The same terms in the same (n, oh, ow) order as the
  * loops below: the same bits. */
 static void dw_wgrad_block4(float *g,
                             const int8_t *input,
