@@ -79,8 +79,33 @@ static void dw_gi_gather(const cmsis_nn_dw_conv_params *p,
             {
                 float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
                 float *gi = gi_b + (iy * in_w + ix) * in_c;
-                int32_t r, kx;
-                for (r = 0; r < n_rows; r++)
+                int32_t r, kx, n_rows_done = 0;
+                if (len == 4 && d_w == 1)
+                {
+                    /* kx = kx_top, kx_top - s_w, ...: the columns with (u - kx) % s_w == 0, ox = (u - kx) / s_w
+                     * ascending while below out_w */
+                    const int32_t u = ix + p->padding.w;
+                    int32_t kx_top = u < k_w - 1 ? u : k_w - 1;
+                    kx_top -= (u - kx_top) % s_w;
+                    for (r = 0; r < n_rows && kx_top >= 0; r++)
+                    {
+                        const float *g = go_b + (cols[r] + (u - kx_top) / s_w) * in_c;
+                        const float *w = wf + (rows[r] + kx_top) * 4;
+                        int32_t ox = (u - kx_top) / s_w;
+                        for (kx = kx_top; kx >= 0 && ox < out_w; kx -= s_w, ox++, g += in_c, w -= 4 * s_w)
+                        {
+                            float gv[4], wv[4];
+                            pockmcu_ld4_f32(g, gv);
+                            pockmcu_ld4_f32_b(w, wv);
+                            a0 = pockmcu_mla_f32(a0, gv[0] * fs[0], wv[0]);
+                            a1 = pockmcu_mla_f32(a1, gv[1] * fs[1], wv[1]);
+                            a2 = pockmcu_mla_f32(a2, gv[2] * fs[2], wv[2]);
+                            a3 = pockmcu_mla_f32(a3, gv[3] * fs[3], wv[3]);
+                        }
+                    }
+                    n_rows_done = n_rows;
+                }
+                for (r = n_rows_done; r < n_rows; r++)
                 {
                     for (kx = k_w - 1; kx >= 0; kx--) /* output columns ascending */
                     {
