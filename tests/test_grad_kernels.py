@@ -1737,6 +1737,29 @@ static void conv1x1_case(int32_t n, int32_t ih, int32_t iw, int32_t cin, int32_t
     emit(gi, n * ih * iw * cin * (int32_t)sizeof(float));
 }
 
+/* the gathered input gradient of a general conv against the scatter loops (any filter, stride, dilation) */
+static void conv_gi_case(int32_t n, int32_t ih, int32_t iw, int32_t cin, int32_t cout, int32_t kh, int32_t kw,
+                         int32_t s, int32_t pad, int32_t dil)
+{
+    cmsis_nn_conv_params cp;
+    cmsis_nn_dims in_d = {n, ih, iw, cin}, f_d = {cout, kh, kw, cin}, o_d;
+    memset(&cp, 0, sizeof cp);
+    cp.stride.h = cp.stride.w = s;
+    cp.dilation.h = cp.dilation.w = dil;
+    cp.padding.h = cp.padding.w = pad;
+    o_d.n = n;
+    o_d.h = (ih + 2 * pad - (kh - 1) * dil - 1) / s + 1;
+    o_d.w = (iw + 2 * pad - (kw - 1) * dil - 1) / s + 1;
+    o_d.c = cout;
+    fill_s8(w8, cout * kh * kw * cin);
+    fill_scale(scale, cout);
+    fill_go(go, n * o_d.h * o_d.w * cout, zero_pct);
+    check(pockmcu_conv_grad_input_f32(&cp, &in_d, &f_d, w8, scale, &o_d, go, gi) == 0);
+    check(pockmcu_conv_grad_input_f32_loops(&cp, &in_d, &f_d, w8, NULL, 0, scale, &o_d, go, gref) == 0);
+    check(memcmp(gi, gref, (size_t)(n * ih * iw * cin) * sizeof(float)) == 0);
+    emit(gi, n * ih * iw * cin * (int32_t)sizeof(float));
+}
+
 static void from_mean_case(int32_t n, int32_t h, int32_t w, int32_t cout, int32_t cin)
 {
     cmsis_nn_dims o_d = {n, h, w, cout}, f_d = {cout, 1, 1, cin}, in_d = {n, h, w, cin}, m_d = {n, h, w, cout};
@@ -1977,6 +2000,11 @@ int pockmcu_fast_workload(uint8_t *dst, int32_t cap)
     wgrad_case(1, 9, 9, 6, 9, 1, 12, 5, 2, 2, 0); /* 5x5, 4 + 2 channels */
     wgrad_case(1, 8, 8, 13, 13, 0, 8, 1, 1, 0, 0); /* pointwise, tail of 1 */
     dw_wgrad_case(7, 6, 9, 1, 3, 1, 1, 1);
+    conv_gi_case(1, 9, 11, 8, 6, 3, 3, 1, 1, 1);
+    conv_gi_case(2, 9, 10, 5, 7, 3, 3, 2, 1, 1);
+    conv_gi_case(1, 12, 13, 4, 5, 3, 2, 3, 2, 2);
+    conv_gi_case(1, 7, 9, 3, 4, 5, 5, 2, 2, 1);
+    conv_gi_case(1, 6, 17, 9, 3, 1, 3, 1, 0, 1);
     dw_gi_case(9, 8, 9, 1, 3, 2, 1, 1);
     dw_gi_case(8, 7, 6, 1, 3, 2, 0, 1);
     dw_gi_case(7, 9, 5, 1, 5, 3, 2, 2);
