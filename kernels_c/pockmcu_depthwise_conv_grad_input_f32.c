@@ -82,6 +82,7 @@ static void dw_gi_gather(const cmsis_nn_dw_conv_params *p,
                 int32_t r, kx, n_rows_done = 0;
                 if (len == 4 && d_w == 1)
                 {
+                    const float fs0 = fs[0], fs1 = fs[1], fs2 = fs[2], fs3 = fs[3];
                     /* kx = kx_top, kx_top - s_w, ...: the columns with (u - kx) % s_w == 0, ox = (u - kx) / s_w
                      * ascending while below out_w */
                     const int32_t u = ix + p->padding.w;
@@ -97,10 +98,10 @@ static void dw_gi_gather(const cmsis_nn_dw_conv_params *p,
                             float gv[4], wv[4];
                             pockmcu_ld4_f32(g, gv);
                             pockmcu_ld4_f32_b(w, wv);
-                            a0 = pockmcu_mla_f32(a0, gv[0] * fs[0], wv[0]);
-                            a1 = pockmcu_mla_f32(a1, gv[1] * fs[1], wv[1]);
-                            a2 = pockmcu_mla_f32(a2, gv[2] * fs[2], wv[2]);
-                            a3 = pockmcu_mla_f32(a3, gv[3] * fs[3], wv[3]);
+                            a0 = pockmcu_mla_f32(a0, gv[0] * fs0, wv[0]);
+                            a1 = pockmcu_mla_f32(a1, gv[1] * fs1, wv[1]);
+                            a2 = pockmcu_mla_f32(a2, gv[2] * fs2, wv[2]);
+                            a3 = pockmcu_mla_f32(a3, gv[3] * fs3, wv[3]);
                         }
                     }
                     n_rows_done = n_rows;

@@ -104,6 +104,8 @@ static void rows_mult1(const float *go_b,
         int32_t last;
         if (len == 4)
         {
+            /* the scales in registers (an array is reloaded every tap) */
+            const float fs0 = fs[0], fs1 = fs[1], fs2 = fs[2], fs3 = fs[3];
             /* the valid kernel rows of this input row (output rows ascending) */
             const float *g_row[POCKMCU_DW_FAST_TAPS];
             const float *w_row[POCKMCU_DW_FAST_TAPS];
@@ -135,10 +137,10 @@ static void rows_mult1(const float *go_b,
                         float gv[4], wv[4];
                         pockmcu_ld4_f32(g, gv);
                         pockmcu_ld4_f32_b(w, wv);
-                        a0 = pockmcu_mla_f32(a0, gv[0] * fs[0], wv[0]);
-                        a1 = pockmcu_mla_f32(a1, gv[1] * fs[1], wv[1]);
-                        a2 = pockmcu_mla_f32(a2, gv[2] * fs[2], wv[2]);
-                        a3 = pockmcu_mla_f32(a3, gv[3] * fs[3], wv[3]);
+                        a0 = pockmcu_mla_f32(a0, gv[0] * fs0, wv[0]);
+                        a1 = pockmcu_mla_f32(a1, gv[1] * fs1, wv[1]);
+                        a2 = pockmcu_mla_f32(a2, gv[2] * fs2, wv[2]);
+                        a3 = pockmcu_mla_f32(a3, gv[3] * fs3, wv[3]);
                     }
                 }
                 gi[ix * 4] = a0;
