@@ -158,17 +158,17 @@ static void wgrad_cols(const wgrad_geom *q, int32_t kx, int32_t *lo, int32_t *hi
  * loaded by one VLDM and the nc input values converted once for the 4 channels. Every sum runs over the
  * same positions in the same (n, oh, ow) ascending order from +0 as wgrad_block4 (which skips zero
  * gradients: +-0 terms, which change no sum), so the bits are the same. */
-static void wgrad_block4_dense(const wgrad_geom *q,
-                               float *g,
-                               int32_t row,
-                               const int8_t *input,
-                               const float *grad_output,
-                               int32_t o0,
-                               int32_t c,
-                               int32_t nc,
-                               int32_t ky,
-                               int32_t kx,
-                               int32_t skip_zero)
+POCKMCU_FAST_INLINE void wgrad_block4_dense(const wgrad_geom *q,
+                                            float *g,
+                                            int32_t row,
+                                            const int8_t *input,
+                                            const float *grad_output,
+                                            int32_t o0,
+                                            int32_t c,
+                                            int32_t nc,
+                                            int32_t ky,
+                                            int32_t kx,
+                                            int32_t skip_zero)
 {
     float a00 = 0.0f, a01 = 0.0f, a02 = 0.0f, a03 = 0.0f;
     float a10 = 0.0f, a11 = 0.0f, a12 = 0.0f, a13 = 0.0f;
@@ -294,6 +294,27 @@ static void wgrad_block4_dense(const wgrad_geom *q,
             gq[2] = r2;
             gq[3] = r3;
         }
+    }
+}
+
+/* wgrad_block4_dense for the channel blocks [c, c + nc) of [c_begin, c_end), in one call. */
+static void wgrad_block4_range(const wgrad_geom *q,
+                               float *g,
+                               int32_t row,
+                               const int8_t *input,
+                               const float *grad_output,
+                               int32_t o0,
+                               int32_t c_begin,
+                               int32_t c_end,
+                               int32_t nc,
+                               int32_t ky,
+                               int32_t kx,
+                               int32_t skip_zero)
+{
+    int32_t c;
+    for (c = c_begin; c + nc <= c_end; c += nc)
+    {
+        wgrad_block4_dense(q, g, row, input, grad_output, o0, c, nc, ky, kx, skip_zero);
     }
 }
 
@@ -431,16 +452,11 @@ arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
             int32_t c;
             for (tap = 0; tap < taps; tap++)
             {
-                for (c = 0; c + 4 <= k_ch; c += 4)
-                {
-                    wgrad_block4_dense(
-                        &q, g_buf + tap * k_ch, taps * k_ch, input, grad_output, o, c, 4, tap / k_w, tap % k_w, skip);
-                }
-                for (; c < k_ch; c++)
-                {
-                    wgrad_block4_dense(
-                        &q, g_buf + tap * k_ch, taps * k_ch, input, grad_output, o, c, 1, tap / k_w, tap % k_w, 0);
-                }
+                c = k_ch - k_ch % 4;
+                wgrad_block4_range(
+                    &q, g_buf + tap * k_ch, taps * k_ch, input, grad_output, o, 0, c, 4, tap / k_w, tap % k_w, skip);
+                wgrad_block4_range(
+                    &q, g_buf + tap * k_ch, taps * k_ch, input, grad_output, o, c, k_ch, 1, tap / k_w, tap % k_w, 0);
             }
         }
         else if (n_o == 4)
