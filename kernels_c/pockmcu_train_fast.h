@@ -57,7 +57,30 @@ POCKMCU_FAST_INLINE uint32_t pockmcu_xorshift32_step(uint32_t x)
  * value by cheaper tests: |x| <= 2^30 (the common case) is one integer compare of the bits (a NaN's
  * are larger), and floor is VRINTM where the core has it (FPv5: M7, M33, M55), else the truncation
  * corrected by one; both give floor(t) exactly for |t| <= 2^30 + 1. */
-POCKMCU_FAST_INLINE int32_t pockmcu_sround(float x, uint32_t *state)
+/* FPv4 (single precision FPU without VRINTM: Cortex-M4): floor(t) is one VCVTR under round-toward-minus-
+ * infinity, FPSCR switched to that mode (fpscr_rm) and back (fpscr_rn) around it only; pockmcu_fpscr_modes
+ * gives both words (the current FPSCR with its rounding field set to RM, and unchanged). */
+#if defined(__arm__) && defined(__GNUC__) && defined(__ARM_FP) && !(__ARM_ARCH >= 8 || (__ARM_FP & 8) != 0) &&         \
+    POCKMCU_VMLA_F32
+    #define POCKMCU_FLOOR_VCVTR 1
+#else
+    #define POCKMCU_FLOOR_VCVTR 0
+#endif
+
+POCKMCU_FAST_INLINE void pockmcu_fpscr_modes(uint32_t *fpscr_rm, uint32_t *fpscr_rn)
+{
+#if POCKMCU_FLOOR_VCVTR
+    uint32_t f;
+    __asm__ volatile("vmrs %0, fpscr" : "=r"(f));
+    *fpscr_rn = f;
+    *fpscr_rm = (f & ~0x00C00000u) | 0x00800000u;
+#else
+    *fpscr_rm = 0u;
+    *fpscr_rn = 0u;
+#endif
+}
+
+POCKMCU_FAST_INLINE int32_t pockmcu_sround_m(float x, uint32_t *state, uint32_t fpscr_rm, uint32_t fpscr_rn)
 {
     const uint32_t r = pockmcu_xorshift32_step(*state);
     uint32_t bits;
@@ -88,9 +111,21 @@ POCKMCU_FAST_INLINE int32_t pockmcu_sround(float x, uint32_t *state)
         }
     }
     t = x + u;
-#if defined(__arm__) && defined(__GNUC__) && defined(__ARM_FP) && (__ARM_ARCH >= 8 || (__ARM_FP & 8) != 0)
+#if POCKMCU_FLOOR_VCVTR
+    {
+        float f;
+        __asm__ volatile("vmsr fpscr, %2\n\tvcvtr.s32.f32 %0, %1\n\tvmsr fpscr, %3"
+                         : "=&t"(f)
+                         : "t"(t), "r"(fpscr_rm), "r"(fpscr_rn));
+        memcpy(&i, &f, sizeof i);
+    }
+#elif defined(__arm__) && defined(__GNUC__) && defined(__ARM_FP) && (__ARM_ARCH >= 8 || (__ARM_FP & 8) != 0)
+    (void)fpscr_rm;
+    (void)fpscr_rn;
     i = (int32_t)__builtin_floorf(t);
 #else
+    (void)fpscr_rm;
+    (void)fpscr_rn;
     i = (int32_t)t;
     if ((float)i > t)
     {
@@ -98,6 +133,14 @@ POCKMCU_FAST_INLINE int32_t pockmcu_sround(float x, uint32_t *state)
     }
 #endif
     return i;
+}
+
+/* pockmcu_sround_m reading FPSCR itself (loops call pockmcu_fpscr_modes once and pockmcu_sround_m). */
+POCKMCU_FAST_INLINE int32_t pockmcu_sround(float x, uint32_t *state)
+{
+    uint32_t rm, rn;
+    pockmcu_fpscr_modes(&rm, &rn);
+    return pockmcu_sround_m(x, state, rm, rn);
 }
 
 /* ---------------------------------------------------------------- loads and int8 -> float widening
