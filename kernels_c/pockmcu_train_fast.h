@@ -245,11 +245,21 @@ POCKMCU_FAST_INLINE void pockmcu_cvt4_s8(const int8_t *x, int32_t off, uint32_t 
     const uint32_t w = pockmcu_read_s8x4(x);
     const uint32_t a = pockmcu_sxtab16(off2, w);      /* x0 + off | x2 + off */
     const uint32_t b = pockmcu_sxtab16_ror8(off2, w); /* x1 + off | x3 + off */
+    const uint32_t ah = (uint32_t)((int32_t)a >> 16), bh = (uint32_t)((int32_t)b >> 16);
+    register float r0 __asm__("s8");
+    register float r1 __asm__("s9");
+    register float r2 __asm__("s10");
+    register float r3 __asm__("s11");
     (void)off;
-    v[0] = pockmcu_cvt_lo16(a);
-    v[1] = pockmcu_cvt_lo16(b);
-    v[2] = (float)((int32_t)a >> 16);
-    v[3] = (float)((int32_t)b >> 16);
+    /* two core registers per VMOV; VCVT.F32.S16 reads the low lane, the high lanes are shifted down first */
+    __asm__("vmov s8, s9, %4, %5\n\tvcvt.f32.s16 s8, s8, #0\n\tvcvt.f32.s16 s9, s9, #0\n\t"
+            "vmov s10, s11, %6, %7\n\tvcvt.f32.s32 s10, s10\n\tvcvt.f32.s32 s11, s11"
+            : "=&t"(r0), "=&t"(r1), "=&t"(r2), "=&t"(r3)
+            : "r"(a), "r"(b), "r"(ah), "r"(bh));
+    v[0] = r0;
+    v[1] = r1;
+    v[2] = r2;
+    v[3] = r3;
 #else
     (void)off2;
     v[0] = (float)((int32_t)x[0] + off);
