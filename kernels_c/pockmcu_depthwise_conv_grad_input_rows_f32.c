@@ -123,11 +123,45 @@ static void rows_mult1(const float *go_b,
             {
                 /* kx with 0 <= ix + pad_w - kx * dil_w < out_w, taken descending (output columns ascending) */
                 const int32_t u = ix + pad_w;
-                const int32_t kx_hi = u / dil_w < k_w - 1 ? u / dil_w : k_w - 1;
                 const int32_t v = u - out_w + 1; /* kx >= ceil(v / dil_w) */
-                const int32_t kx_lo = v <= 0 ? 0 : (v + dil_w - 1) / dil_w;
+                const int32_t q_hi = dil_w == 1 ? u : u / dil_w;
+                const int32_t kx_hi = q_hi < k_w - 1 ? q_hi : k_w - 1;
+                const int32_t kx_lo = v <= 0 ? 0 : (dil_w == 1 ? v : (v + dil_w - 1) / dil_w);
                 float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
                 int32_t r;
+                if (k_w == 3 && kx_lo == 0 && kx_hi == 2) /* all three columns: the taps unrolled */
+                {
+                    const int32_t step = dil_w * in_c;
+                    for (r = 0; r < n_rows; r++)
+                    {
+                        const float *g = g_row[r] + (u - 2 * dil_w) * in_c;
+                        const float *w = w_row[r];
+                        float gv[4], wv[4];
+                        pockmcu_ld4_f32(g, gv);
+                        pockmcu_ld4_f32_b(w + 8, wv);
+                        a0 = pockmcu_mla_f32(a0, gv[0] * fs0, wv[0]);
+                        a1 = pockmcu_mla_f32(a1, gv[1] * fs1, wv[1]);
+                        a2 = pockmcu_mla_f32(a2, gv[2] * fs2, wv[2]);
+                        a3 = pockmcu_mla_f32(a3, gv[3] * fs3, wv[3]);
+                        pockmcu_ld4_f32(g + step, gv);
+                        pockmcu_ld4_f32_b(w + 4, wv);
+                        a0 = pockmcu_mla_f32(a0, gv[0] * fs0, wv[0]);
+                        a1 = pockmcu_mla_f32(a1, gv[1] * fs1, wv[1]);
+                        a2 = pockmcu_mla_f32(a2, gv[2] * fs2, wv[2]);
+                        a3 = pockmcu_mla_f32(a3, gv[3] * fs3, wv[3]);
+                        pockmcu_ld4_f32(g + 2 * step, gv);
+                        pockmcu_ld4_f32_b(w, wv);
+                        a0 = pockmcu_mla_f32(a0, gv[0] * fs0, wv[0]);
+                        a1 = pockmcu_mla_f32(a1, gv[1] * fs1, wv[1]);
+                        a2 = pockmcu_mla_f32(a2, gv[2] * fs2, wv[2]);
+                        a3 = pockmcu_mla_f32(a3, gv[3] * fs3, wv[3]);
+                    }
+                    gi[ix * 4] = a0;
+                    gi[ix * 4 + 1] = a1;
+                    gi[ix * 4 + 2] = a2;
+                    gi[ix * 4 + 3] = a3;
+                    continue;
+                }
                 for (r = 0; r < n_rows; r++)
                 {
                     const float *g = g_row[r] + (u - kx_hi * dil_w) * in_c;
