@@ -22,7 +22,7 @@
  * ascending; one tap per (oh, ow)), for 4 input pixels of one row spaced by the stride (their valid taps
  * are the same when the first and the last agree) x 4 channels, each weight widened once per 4 pixels;
  * zero gradients are not skipped (+-0 terms change no sum that starts at +0): the same bits. When fewer than
- * 30% of the output gradients are nonzero the scatter loops, which skip the zero ones, run instead.
+ * 70% of the output gradients are nonzero the scatter loops, which skip the zero ones, run instead.
  */
 #include "pockmcu_layer_loops.h"
 #include "pockmcu_train_fast.h"
@@ -157,7 +157,7 @@ static void gi_block(const gi_rows *q,
     }
 }
 
-/* 1 when at least 30% of the n output gradients are nonzero: the gather computes every term at ~2.5
+/* 1 when at least 70% of the n output gradients are nonzero: the gather computes every term at ~2.5 (4 pixels)
  * instructions per MAC, the scatter loops skip zero gradients at ~8 per MAC of the others (ReLU-masked
  * gradients are often mostly zero); both give the same bits. */
 static int32_t gi_mostly_nonzero(const float *go, int32_t n)
@@ -167,7 +167,7 @@ static int32_t gi_mostly_nonzero(const float *go, int32_t n)
     {
         nonzero += pockmcu_f32_magnitude_bits(go + k) != 0u;
     }
-    return nonzero * 10 >= n * 3;
+    return nonzero * 10 >= n * 7;
 }
 
 /* The gathered kernel (see the file comment); dimensions checked by the caller. */

@@ -2000,11 +2000,15 @@ int pockmcu_fast_workload(uint8_t *dst, int32_t cap)
     wgrad_case(1, 9, 9, 6, 9, 1, 12, 5, 2, 2, 0); /* 5x5, 4 + 2 channels */
     wgrad_case(1, 8, 8, 13, 13, 0, 8, 1, 1, 0, 0); /* pointwise, tail of 1 */
     dw_wgrad_case(7, 6, 9, 1, 3, 1, 1, 1);
+    zero_pct = 10; /* dense gradients: the gathered conv input gradient */
     conv_gi_case(1, 9, 11, 8, 6, 3, 3, 1, 1, 1);
     conv_gi_case(2, 9, 10, 5, 7, 3, 3, 2, 1, 1);
     conv_gi_case(1, 12, 13, 4, 5, 3, 2, 3, 2, 2);
     conv_gi_case(1, 7, 9, 3, 4, 5, 5, 2, 2, 1);
     conv_gi_case(1, 6, 17, 9, 3, 1, 3, 1, 0, 1);
+    zero_pct = 90; /* mostly zero: the scatter loops */
+    conv_gi_case(1, 9, 10, 5, 7, 3, 3, 2, 1, 1);
+    zero_pct = 30;
     dw_gi_case(9, 8, 9, 1, 3, 2, 1, 1);
     dw_gi_case(8, 7, 6, 1, 3, 2, 0, 1);
     dw_gi_case(7, 9, 5, 1, 5, 3, 2, 2);
