@@ -11,9 +11,9 @@
  *   1. G (ctx->buf, KH*KW*k floats, layout [i][j][c']) is zeroed, then for
  *      n, oh, ow (ascending; positions with grad_output == 0 skipped, which
  *      is bit-identical), i, j (in-bounds taps only), c':
- *        G[i][j][c'] += grad_output[n,oh,ow,o] * (float)(input[n,ih,iw,c'] + input_offset)
- *      with ih = oh*stride_h - pad_h + i*dil_h (same for iw): each G element
- *      sums over (n, oh, ow) ascending from +0.
+ *        G[i][j][c'] += grad_output[n,oh,ow,o] * (float)(input[n,ih,iw,c'] +
+ * input_offset) with ih = oh*stride_h - pad_h + i*dil_h (same for iw): each G
+ * element sums over (n, oh, ow) ascending from +0.
  *   2. for (i, j) ascending, pockmcu_update_s8 on the k elements
  *      filter[o][i][j][channel_begin + c'] (c' ascending) with grad G[i][j][.],
  *      coef[o] and accum / velocity (NULL or O*KH*KW*k floats, [o][i][j][c']).
@@ -45,10 +45,11 @@ typedef struct
     int32_t stride_h, stride_w, dil_h, dil_w, pad_h, pad_w, input_offset;
 } wgrad_geom;
 
-/* G[q][tap][c] for q < 4 (output channels o0 + q; rows `row` floats apart), channels [c, c + 4) of one
- * tap (ky, kx): the sum over the positions (n, oh, ow) ascending, from +0, of
- * grad_output[n,oh,ow,o] * (float)(input + input_offset) (positions whose tap is in the padding add
- * nothing). 16 accumulators: each converted input value serves 4 output channels. */
+/* G[q][tap][c] for q < 4 (output channels o0 + q; rows `row` floats apart),
+ * channels [c, c + 4) of one tap (ky, kx): the sum over the positions (n, oh,
+ * ow) ascending, from +0, of grad_output[n,oh,ow,o] * (float)(input +
+ * input_offset) (positions whose tap is in the padding add nothing). 16
+ * accumulators: each converted input value serves 4 output channels. */
 static void wgrad_block4(const wgrad_geom *q,
                          float *g,
                          int32_t row,
@@ -136,8 +137,365 @@ static void wgrad_block4(const wgrad_geom *q,
     g[c + 3] = a33;
 }
 
-/* One output channel o, input channels [c0, k_ch) of every tap: g[tap * k_ch + c] (the original loops,
- * accumulating in g from +0; grad_output == 0 positions skipped). */
+/* The output columns ox in [*lo, *hi) whose tap kx reads an input column inside
+ * the image. */
+static void wgrad_cols(const wgrad_geom *q, int32_t kx, int32_t *lo, int32_t *hi)
+{
+    const int32_t first = kx * q->dil_w - q->pad_w; /* input column of ox = 0 */
+    int32_t a = 0, b = q->out_w;
+    if (first < 0)
+    {
+        a = (-first + q->stride_w - 1) / q->stride_w;
+    }
+    if (first + (b - 1) * q->stride_w >= q->in_w)
+    {
+        b = first >= q->in_w ? 0 : (q->in_w - 1 - first) / q->stride_w + 1;
+    }
+    *lo = a;
+    *hi = b > a ? b : a;
+}
+
+/* wgrad_block4 for channels [c, c + nc), nc <= 4, without looking at the
+ * gradients: each row of output positions walks only its in-image columns with
+ * two pointers (no per-position tests), the 4 gradients loaded by one VLDM and
+ * the nc input values converted once for the 4 channels. Every sum runs over
+ * the same positions in the same (n, oh, ow) ascending order from +0 as
+ * wgrad_block4 (which skips zero gradients: +-0 terms, which change no sum), so
+ * the bits are the same. */
+POCKMCU_FAST_INLINE void wgrad_block4_dense(const wgrad_geom *q,
+                                            float *g,
+                                            int32_t row,
+                                            const int8_t *input,
+                                            const float *grad_output,
+                                            int32_t o0,
+                                            int32_t c,
+                                            int32_t nc,
+                                            int32_t ky,
+                                            int32_t kx,
+                                            int32_t skip_zero)
+{
+    float a00 = 0.0f, a01 = 0.0f, a02 = 0.0f, a03 = 0.0f;
+    float a10 = 0.0f, a11 = 0.0f, a12 = 0.0f, a13 = 0.0f;
+    float a20 = 0.0f, a21 = 0.0f, a22 = 0.0f, a23 = 0.0f;
+    float a30 = 0.0f, a31 = 0.0f, a32 = 0.0f, a33 = 0.0f;
+    const int32_t off = q->input_offset;
+    const uint32_t off2 = ((uint32_t)off & 0xFFFFu) | ((uint32_t)off << 16);
+    const int32_t x_step = q->stride_w * q->k_ch;
+    int32_t b, oy, ox_lo, ox_hi, k;
+    float *gq;
+
+    /* a pointwise tap reading the pixel it writes (1x1, stride 1, no padding):
+     * every position in one run */
+    const int32_t whole = q->out_h == q->in_h && q->out_w == q->in_w && q->stride_h == 1 && q->stride_w == 1 &&
+        ky * q->dil_h == q->pad_h && kx * q->dil_w == q->pad_w && q->pad_h == 0 && q->pad_w == 0;
+    const int32_t n_b = whole ? 1 : q->batches;
+    const int32_t n_y = whole ? 1 : q->out_h;
+    wgrad_cols(q, kx, &ox_lo, &ox_hi);
+    if (whole)
+    {
+        ox_hi = q->batches * q->out_h * q->out_w;
+    }
+    for (b = 0; b < n_b; b++)
+    {
+        for (oy = 0; oy < n_y; oy++)
+        {
+            const int32_t iy = oy * q->stride_h - q->pad_h + ky * q->dil_h;
+            const float *go;
+            const int8_t *x;
+            int32_t n;
+            if (iy < 0 || iy >= q->in_h || ox_lo >= ox_hi)
+            {
+                continue;
+            }
+            go = grad_output + ((b * q->out_h + oy) * q->out_w + ox_lo) * q->out_c + o0;
+            x = input + ((b * q->in_h + iy) * q->in_w + ox_lo * q->stride_w - q->pad_w + kx * q->dil_w) * q->k_ch + c;
+            n = ox_hi - ox_lo;
+            if (nc == 4 && skip_zero)
+            {
+                for (; n > 0; n--, go += q->out_c, x += x_step)
+                {
+                    float gv[4], xv[4];
+                    uint32_t w0, w1, w2, w3;
+                    pockmcu_ld4_bits(go, &w0, &w1, &w2, &w3);
+                    if (((w0 | w1 | w2 | w3) << 1) == 0u)
+                    {
+                        continue; /* four zero gradients: sixteen +-0 terms */
+                    }
+                    pockmcu_f32_from_bits4(w0, w1, w2, w3, gv);
+                    pockmcu_cvt4_s8(x, off, off2, xv);
+                    a00 = pockmcu_mla_f32(a00, gv[0], xv[0]);
+                    a01 = pockmcu_mla_f32(a01, gv[0], xv[1]);
+                    a02 = pockmcu_mla_f32(a02, gv[0], xv[2]);
+                    a03 = pockmcu_mla_f32(a03, gv[0], xv[3]);
+                    a10 = pockmcu_mla_f32(a10, gv[1], xv[0]);
+                    a11 = pockmcu_mla_f32(a11, gv[1], xv[1]);
+                    a12 = pockmcu_mla_f32(a12, gv[1], xv[2]);
+                    a13 = pockmcu_mla_f32(a13, gv[1], xv[3]);
+                    a20 = pockmcu_mla_f32(a20, gv[2], xv[0]);
+                    a21 = pockmcu_mla_f32(a21, gv[2], xv[1]);
+                    a22 = pockmcu_mla_f32(a22, gv[2], xv[2]);
+                    a23 = pockmcu_mla_f32(a23, gv[2], xv[3]);
+                    a30 = pockmcu_mla_f32(a30, gv[3], xv[0]);
+                    a31 = pockmcu_mla_f32(a31, gv[3], xv[1]);
+                    a32 = pockmcu_mla_f32(a32, gv[3], xv[2]);
+                    a33 = pockmcu_mla_f32(a33, gv[3], xv[3]);
+                }
+            }
+            else if (nc == 4)
+            {
+                for (; n > 0; n--)
+                {
+                    float gv[4], xv[4];
+                    pockmcu_ld4_f32(go, gv);
+                    pockmcu_cvt4_s8(x, off, off2, xv);
+                    go += q->out_c;
+                    x += x_step;
+                    a00 = pockmcu_mla_f32(a00, gv[0], xv[0]);
+                    a01 = pockmcu_mla_f32(a01, gv[0], xv[1]);
+                    a02 = pockmcu_mla_f32(a02, gv[0], xv[2]);
+                    a03 = pockmcu_mla_f32(a03, gv[0], xv[3]);
+                    a10 = pockmcu_mla_f32(a10, gv[1], xv[0]);
+                    a11 = pockmcu_mla_f32(a11, gv[1], xv[1]);
+                    a12 = pockmcu_mla_f32(a12, gv[1], xv[2]);
+                    a13 = pockmcu_mla_f32(a13, gv[1], xv[3]);
+                    a20 = pockmcu_mla_f32(a20, gv[2], xv[0]);
+                    a21 = pockmcu_mla_f32(a21, gv[2], xv[1]);
+                    a22 = pockmcu_mla_f32(a22, gv[2], xv[2]);
+                    a23 = pockmcu_mla_f32(a23, gv[2], xv[3]);
+                    a30 = pockmcu_mla_f32(a30, gv[3], xv[0]);
+                    a31 = pockmcu_mla_f32(a31, gv[3], xv[1]);
+                    a32 = pockmcu_mla_f32(a32, gv[3], xv[2]);
+                    a33 = pockmcu_mla_f32(a33, gv[3], xv[3]);
+                }
+            }
+            else /* one input channel (the tail of 1 to 3): 4 sums */
+            {
+                for (; n > 0; n--)
+                {
+                    float gv[4];
+                    const float x0 = (float)((int32_t)x[0] + off);
+                    pockmcu_ld4_f32(go, gv);
+                    go += q->out_c;
+                    x += x_step;
+                    a00 = pockmcu_mla_f32(a00, gv[0], x0);
+                    a10 = pockmcu_mla_f32(a10, gv[1], x0);
+                    a20 = pockmcu_mla_f32(a20, gv[2], x0);
+                    a30 = pockmcu_mla_f32(a30, gv[3], x0);
+                }
+            }
+        }
+    }
+    gq = g + c;
+    for (k = 0; k < 4; k++, gq += row)
+    {
+        const float r0 = k == 0 ? a00 : (k == 1 ? a10 : (k == 2 ? a20 : a30));
+        const float r1 = k == 0 ? a01 : (k == 1 ? a11 : (k == 2 ? a21 : a31));
+        const float r2 = k == 0 ? a02 : (k == 1 ? a12 : (k == 2 ? a22 : a32));
+        const float r3 = k == 0 ? a03 : (k == 1 ? a13 : (k == 2 ? a23 : a33));
+        gq[0] = r0;
+        if (nc == 4)
+        {
+            gq[1] = r1;
+            gq[2] = r2;
+            gq[3] = r3;
+        }
+    }
+}
+
+/* wgrad_block4_dense for the channel blocks [c, c + nc) of [c_begin, c_end), in
+ * one call. */
+static void wgrad_block4_range(const wgrad_geom *q,
+                               float *g,
+                               int32_t row,
+                               const int8_t *input,
+                               const float *grad_output,
+                               int32_t o0,
+                               int32_t c_begin,
+                               int32_t c_end,
+                               int32_t nc,
+                               int32_t ky,
+                               int32_t kx,
+                               int32_t skip_zero)
+{
+    int32_t c;
+    for (c = c_begin; c + nc <= c_end; c += nc)
+    {
+        wgrad_block4_dense(q, g, row, input, grad_output, o0, c, nc, ky, kx, skip_zero);
+    }
+}
+
+/* Input-channel counts below 4 (first layers), dilation 1 along the width: the
+ * k_w * k_ch values of kernel row ky are contiguous in the filter row and in
+ * the input, so they are taken as one row of "merged channels" m = kx * k_ch +
+ * c, 4 at a time (m0 .. m0 + nj - 1, nj <= 4) for output channels [o0, o0 + 4):
+ * in each output row the columns where all 4 taps are inside the image run the
+ * 4x4 dense loop, the others add the terms of the taps inside one by one, in
+ * ascending columns; every sum still runs over its positions in (n, oh, ow)
+ * order from +0: the same bits. */
+static void wgrad_merged(const wgrad_geom *q,
+                         float *g,
+                         int32_t row,
+                         const int8_t *input,
+                         const float *grad_output,
+                         int32_t o0,
+                         int32_t ky,
+                         int32_t m0,
+                         int32_t nj)
+{
+    float a00 = 0.0f, a01 = 0.0f, a02 = 0.0f, a03 = 0.0f;
+    float a10 = 0.0f, a11 = 0.0f, a12 = 0.0f, a13 = 0.0f;
+    float a20 = 0.0f, a21 = 0.0f, a22 = 0.0f, a23 = 0.0f;
+    float a30 = 0.0f, a31 = 0.0f, a32 = 0.0f, a33 = 0.0f;
+    const int32_t off = q->input_offset;
+    const uint32_t off2 = ((uint32_t)off & 0xFFFFu) | ((uint32_t)off << 16);
+    const int32_t x_step = q->stride_w * q->k_ch;
+    int32_t lo[4], hi[4];
+    int32_t all_lo = q->out_w, all_hi = 0, com_lo = 0, com_hi = q->out_w;
+    int32_t b, oy, j, k;
+    float *gq;
+    for (j = 0; j < 4; j++)
+    {
+        lo[j] = 0;
+        hi[j] = 0;
+        if (j < nj)
+        {
+            wgrad_cols(q, (m0 + j) / q->k_ch, &lo[j], &hi[j]);
+        }
+        all_lo = j < nj && lo[j] < all_lo ? lo[j] : all_lo;
+        all_hi = j < nj && hi[j] > all_hi ? hi[j] : all_hi;
+        com_lo = lo[j] > com_lo ? lo[j] : com_lo;
+        com_hi = hi[j] < com_hi ? hi[j] : com_hi;
+    }
+    if (nj < 4 || com_lo >= com_hi)
+    {
+        com_lo = all_hi; /* no dense part: every column one by one */
+        com_hi = all_hi;
+    }
+    for (b = 0; b < q->batches; b++)
+    {
+        for (oy = 0; oy < q->out_h; oy++)
+        {
+            const int32_t iy = oy * q->stride_h - q->pad_h + ky * q->dil_h;
+            const float *go_row;
+            const int8_t *x_row;
+            int32_t ox;
+            if (iy < 0 || iy >= q->in_h)
+            {
+                continue;
+            }
+            go_row = grad_output + (b * q->out_h + oy) * q->out_w * q->out_c + o0;
+            x_row = input + ((b * q->in_h + iy) * q->in_w - q->pad_w) * q->k_ch + m0; /* + ox * x_step */
+            for (ox = all_lo; ox < all_hi; ox++)
+            {
+                float gv[4];
+                const int8_t *x = x_row + ox * x_step;
+                if (ox == com_lo && com_lo < com_hi) /* the dense columns */
+                {
+                    const float *go = go_row + ox * q->out_c;
+                    int32_t n;
+                    for (n = com_hi - com_lo; n > 0; n--, go += q->out_c, x += x_step)
+                    {
+                        float xv[4];
+                        pockmcu_ld4_f32(go, gv);
+                        pockmcu_cvt4_s8(x, off, off2, xv);
+                        a00 = pockmcu_mla_f32(a00, gv[0], xv[0]);
+                        a01 = pockmcu_mla_f32(a01, gv[0], xv[1]);
+                        a02 = pockmcu_mla_f32(a02, gv[0], xv[2]);
+                        a03 = pockmcu_mla_f32(a03, gv[0], xv[3]);
+                        a10 = pockmcu_mla_f32(a10, gv[1], xv[0]);
+                        a11 = pockmcu_mla_f32(a11, gv[1], xv[1]);
+                        a12 = pockmcu_mla_f32(a12, gv[1], xv[2]);
+                        a13 = pockmcu_mla_f32(a13, gv[1], xv[3]);
+                        a20 = pockmcu_mla_f32(a20, gv[2], xv[0]);
+                        a21 = pockmcu_mla_f32(a21, gv[2], xv[1]);
+                        a22 = pockmcu_mla_f32(a22, gv[2], xv[2]);
+                        a23 = pockmcu_mla_f32(a23, gv[2], xv[3]);
+                        a30 = pockmcu_mla_f32(a30, gv[3], xv[0]);
+                        a31 = pockmcu_mla_f32(a31, gv[3], xv[1]);
+                        a32 = pockmcu_mla_f32(a32, gv[3], xv[2]);
+                        a33 = pockmcu_mla_f32(a33, gv[3], xv[3]);
+                    }
+                    ox = com_hi - 1;
+                    continue;
+                }
+                pockmcu_ld4_f32(go_row + ox * q->out_c, gv);
+                if (ox >= lo[0] && ox < hi[0])
+                {
+                    const float x0 = (float)((int32_t)x[0] + off);
+                    a00 = pockmcu_mla_f32(a00, gv[0], x0);
+                    a10 = pockmcu_mla_f32(a10, gv[1], x0);
+                    a20 = pockmcu_mla_f32(a20, gv[2], x0);
+                    a30 = pockmcu_mla_f32(a30, gv[3], x0);
+                }
+                if (ox >= lo[1] && ox < hi[1])
+                {
+                    const float x1 = (float)((int32_t)x[1] + off);
+                    a01 = pockmcu_mla_f32(a01, gv[0], x1);
+                    a11 = pockmcu_mla_f32(a11, gv[1], x1);
+                    a21 = pockmcu_mla_f32(a21, gv[2], x1);
+                    a31 = pockmcu_mla_f32(a31, gv[3], x1);
+                }
+                if (ox >= lo[2] && ox < hi[2])
+                {
+                    const float x2 = (float)((int32_t)x[2] + off);
+                    a02 = pockmcu_mla_f32(a02, gv[0], x2);
+                    a12 = pockmcu_mla_f32(a12, gv[1], x2);
+                    a22 = pockmcu_mla_f32(a22, gv[2], x2);
+                    a32 = pockmcu_mla_f32(a32, gv[3], x2);
+                }
+                if (ox >= lo[3] && ox < hi[3])
+                {
+                    const float x3 = (float)((int32_t)x[3] + off);
+                    a03 = pockmcu_mla_f32(a03, gv[0], x3);
+                    a13 = pockmcu_mla_f32(a13, gv[1], x3);
+                    a23 = pockmcu_mla_f32(a23, gv[2], x3);
+                    a33 = pockmcu_mla_f32(a33, gv[3], x3);
+                }
+            }
+        }
+    }
+    gq = g + ky * q->k_w * q->k_ch + m0;
+    for (k = 0; k < 4; k++, gq += row)
+    {
+        const float r0 = k == 0 ? a00 : (k == 1 ? a10 : (k == 2 ? a20 : a30));
+        const float r1 = k == 0 ? a01 : (k == 1 ? a11 : (k == 2 ? a21 : a31));
+        const float r2 = k == 0 ? a02 : (k == 1 ? a12 : (k == 2 ? a22 : a32));
+        const float r3 = k == 0 ? a03 : (k == 1 ? a13 : (k == 2 ? a23 : a33));
+        gq[0] = r0;
+        if (nj > 1)
+        {
+            gq[1] = r1;
+        }
+        if (nj > 2)
+        {
+            gq[2] = r2;
+        }
+        if (nj > 3)
+        {
+            gq[3] = r3;
+        }
+    }
+}
+
+/* Positions (n, oh, ow) where the 4 gradients of output channels [o0, o0 + 4)
+ * are all zero, times 4, against the number of positions: testing each position
+ * pays when a fifth or more are zero. */
+static int32_t wgrad_mostly_zero(const wgrad_geom *q, const float *grad_output, int32_t o0)
+{
+    const int32_t positions = q->batches * q->out_h * q->out_w;
+    const float *go = grad_output + o0;
+    int32_t p, zeros = 0;
+    for (p = 0; p < positions; p++, go += q->out_c)
+    {
+        zeros += (pockmcu_f32_magnitude_bits(go) | pockmcu_f32_magnitude_bits(go + 1) |
+                  pockmcu_f32_magnitude_bits(go + 2) | pockmcu_f32_magnitude_bits(go + 3)) == 0u;
+    }
+    return zeros * 5 >= positions;
+}
+
+/* One output channel o, input channels [c0, k_ch) of every tap: g[tap * k_ch +
+ * c] (the original loops, accumulating in g from +0; grad_output == 0 positions
+ * skipped). */
 static void wgrad_row(const wgrad_geom *q,
                       float *g,
                       int32_t c0,
@@ -210,7 +568,7 @@ arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
     const int32_t taps = k_h * k_w;
     wgrad_geom q;
     float *g_buf;
-    int32_t o, tap, rows;
+    int32_t o, tap, rows, dense;
 
     if (conv_params->stride.h < 1 || conv_params->stride.w < 1 || conv_params->dilation.h < 1 ||
         conv_params->dilation.w < 1 || k_ch < 0 || channel_begin < 0 || channel_begin + k_ch > full_c ||
@@ -243,12 +601,39 @@ arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
     q.pad_h = conv_params->padding.h;
     q.pad_w = conv_params->padding.w;
     q.input_offset = conv_params->input_offset;
+    dense = q.input_offset >= -128 && q.input_offset <= 128; /* the SXTAB16 lanes hold x + offset exactly */
 
     for (o = 0; o < out_c;)
     {
-        const int32_t n_o = (rows >= 4 && o + 4 <= out_c && k_ch >= 4) ? 4 : 1;
+        const int32_t n_o = (rows >= 4 && o + 4 <= out_c && (k_ch >= 4 || dense)) ? 4 : 1;
         int32_t r;
-        if (n_o == 4)
+        if (n_o == 4 && dense && k_ch < 4 && q.dil_w == 1)
+        {
+            const int32_t merged = k_w * k_ch;
+            int32_t ky, m0;
+            for (ky = 0; ky < k_h; ky++)
+            {
+                for (m0 = 0; m0 < merged; m0 += 4)
+                {
+                    wgrad_merged(
+                        &q, g_buf, taps * k_ch, input, grad_output, o, ky, m0, merged - m0 < 4 ? merged - m0 : 4);
+                }
+            }
+        }
+        else if (n_o == 4 && dense)
+        {
+            const int32_t skip = wgrad_mostly_zero(&q, grad_output, o);
+            int32_t c;
+            for (tap = 0; tap < taps; tap++)
+            {
+                c = k_ch - k_ch % 4;
+                wgrad_block4_range(
+                    &q, g_buf + tap * k_ch, taps * k_ch, input, grad_output, o, 0, c, 4, tap / k_w, tap % k_w, skip);
+                wgrad_block4_range(
+                    &q, g_buf + tap * k_ch, taps * k_ch, input, grad_output, o, c, k_ch, 1, tap / k_w, tap % k_w, 0);
+            }
+        }
+        else if (n_o == 4)
         {
             int32_t c = 0;
             for (tap = 0; tap < taps; tap++)
@@ -267,7 +652,18 @@ arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
         {
             wgrad_row(&q, g_buf, 0, taps, input, grad_output, o);
         }
-        for (r = 0; r < n_o; r++, o++)
+        for (r = 0; r < n_o && k_ch == full_c; r++, o++) /* whole rows are contiguous: one call per row */
+        {
+            pockmcu_update_s8(filter + o * taps * full_c,
+                              g_buf + r * taps * k_ch,
+                              taps * k_ch,
+                              coef[o],
+                              accum != NULL ? accum + o * taps * k_ch : NULL,
+                              velocity != NULL ? velocity + o * taps * k_ch : NULL,
+                              opt,
+                              rng);
+        }
+        for (r = 0; r < n_o && k_ch != full_c; r++, o++)
         {
             for (tap = 0; tap < taps; tap++) /* (i, j) row-major */
             {

@@ -13,10 +13,132 @@
  *   grad_input[n,h,w,ic] += (grad_output[n,oh,ow,oc] * filter_scale[oc]) * (float)filter[i,j,oc]
  * i.e. each element sums its terms in (oh, ow, i, j, m) order from +0.
  * grad_input is fully written. No scratch buffer.
+ *
+ * Channel multiplier 1 with at most DW_GI_TAPS taps (any stride, dilation, padding) gathers instead: each
+ * input element's terms are summed in a register from +0 in the same (oh, ow, i, j) order (i descending
+ * gives oh ascending, then j descending gives ow ascending; one tap per (oh, ow)) and stored once, 4
+ * channels at a time with their filter converted to float once: the same terms in the same order, the
+ * same bits.
  */
 #include <string.h>
 
 #include "pockmcu_nn.h"
+#include "pockmcu_train_fast.h"
+
+#define DW_GI_TAPS 49
+
+/* Channels [c0, c0 + len) (len 4, or 1 for the tail) of every input element, gathered (see above). */
+static void dw_gi_gather(const cmsis_nn_dw_conv_params *p,
+                         const cmsis_nn_dims *input_dims,
+                         const cmsis_nn_dims *filter_dims,
+                         const int8_t *filter,
+                         const float *filter_scale,
+                         const cmsis_nn_dims *output_dims,
+                         const float *grad_output,
+                         float *grad_input,
+                         int32_t c0,
+                         int32_t len)
+{
+    const int32_t in_h = input_dims->h, in_w = input_dims->w, in_c = input_dims->c;
+    const int32_t k_h = filter_dims->h, k_w = filter_dims->w;
+    const int32_t out_h = output_dims->h, out_w = output_dims->w;
+    const int32_t s_h = p->stride.h, s_w = p->stride.w, d_h = p->dilation.h, d_w = p->dilation.w;
+    float wf[DW_GI_TAPS * 4];
+    float fs[4];
+    int32_t rows[DW_GI_TAPS], cols[DW_GI_TAPS]; /* (ky * k_w) and oy * out_w of the valid kernel rows */
+    int32_t b, iy, ix, j, t;
+
+    for (t = 0; t < k_h * k_w; t++)
+    {
+        for (j = 0; j < 4; j++)
+        {
+            wf[t * 4 + j] = j < len ? (float)filter[t * in_c + c0 + j] : 0.0f;
+        }
+    }
+    for (j = 0; j < 4; j++)
+    {
+        fs[j] = j < len ? filter_scale[c0 + j] : 0.0f;
+    }
+    for (b = 0; b < input_dims->n; b++)
+    {
+        const float *go_b = grad_output + b * out_h * out_w * in_c + c0;
+        float *gi_b = grad_input + b * in_h * in_w * in_c + c0;
+        for (iy = 0; iy < in_h; iy++)
+        {
+            int32_t n_rows = 0, ky;
+            for (ky = k_h - 1; ky >= 0; ky--) /* output rows ascending */
+            {
+                const int32_t u = iy + p->padding.h - ky * d_h;
+                if (u >= 0 && u % s_h == 0 && u / s_h < out_h)
+                {
+                    rows[n_rows] = ky * k_w;
+                    cols[n_rows++] = (u / s_h) * out_w;
+                }
+            }
+            for (ix = 0; ix < in_w; ix++)
+            {
+                float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+                float *gi = gi_b + (iy * in_w + ix) * in_c;
+                int32_t r, kx, n_rows_done = 0;
+                if (len == 4 && d_w == 1)
+                {
+                    const float fs0 = fs[0], fs1 = fs[1], fs2 = fs[2], fs3 = fs[3];
+                    /* kx = kx_top, kx_top - s_w, ...: the columns with (u - kx) % s_w == 0, ox = (u - kx) / s_w
+                     * ascending while below out_w */
+                    const int32_t u = ix + p->padding.w;
+                    int32_t kx_top = u < k_w - 1 ? u : k_w - 1;
+                    kx_top -= (u - kx_top) % s_w;
+                    for (r = 0; r < n_rows && kx_top >= 0; r++)
+                    {
+                        const float *g = go_b + (cols[r] + (u - kx_top) / s_w) * in_c;
+                        const float *w = wf + (rows[r] + kx_top) * 4;
+                        int32_t ox = (u - kx_top) / s_w;
+                        for (kx = kx_top; kx >= 0 && ox < out_w; kx -= s_w, ox++, g += in_c, w -= 4 * s_w)
+                        {
+                            float gv[4], wv[4];
+                            pockmcu_ld4_f32(g, gv);
+                            pockmcu_ld4_f32_b(w, wv);
+                            a0 = pockmcu_mla_f32(a0, gv[0] * fs0, wv[0]);
+                            a1 = pockmcu_mla_f32(a1, gv[1] * fs1, wv[1]);
+                            a2 = pockmcu_mla_f32(a2, gv[2] * fs2, wv[2]);
+                            a3 = pockmcu_mla_f32(a3, gv[3] * fs3, wv[3]);
+                        }
+                    }
+                    n_rows_done = n_rows;
+                }
+                for (r = n_rows_done; r < n_rows; r++)
+                {
+                    for (kx = k_w - 1; kx >= 0; kx--) /* output columns ascending */
+                    {
+                        const int32_t u = ix + p->padding.w - kx * d_w;
+                        const float *g;
+                        const float *w;
+                        if (u < 0 || u % s_w != 0 || u / s_w >= out_w)
+                        {
+                            continue;
+                        }
+                        g = go_b + (cols[r] + u / s_w) * in_c;
+                        w = wf + (rows[r] + kx) * 4;
+                        a0 = pockmcu_mla_f32(a0, g[0] * fs[0], w[0]);
+                        if (len == 4)
+                        {
+                            a1 = pockmcu_mla_f32(a1, g[1] * fs[1], w[1]);
+                            a2 = pockmcu_mla_f32(a2, g[2] * fs[2], w[2]);
+                            a3 = pockmcu_mla_f32(a3, g[3] * fs[3], w[3]);
+                        }
+                    }
+                }
+                gi[0] = a0;
+                if (len == 4)
+                {
+                    gi[1] = a1;
+                    gi[2] = a2;
+                    gi[3] = a3;
+                }
+            }
+        }
+    }
+}
 
 arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_f32(const cmsis_nn_dw_conv_params *dw_conv_params,
                                                           const cmsis_nn_dims *input_dims,
@@ -49,6 +171,37 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_f32(const cmsis_nn_dw_conv
         dil_h < 1 || dil_w < 1 || batches < 0 || in_h < 0 || in_w < 0)
     {
         return ARM_CMSIS_NN_ARG_ERROR;
+    }
+
+    if (ch_mult == 1 && k_h * k_w <= DW_GI_TAPS && k_h >= 0 && k_w >= 0)
+    {
+        for (ic = 0; ic + 4 <= in_c; ic += 4)
+        {
+            dw_gi_gather(dw_conv_params,
+                         input_dims,
+                         filter_dims,
+                         filter,
+                         filter_scale,
+                         output_dims,
+                         grad_output,
+                         grad_input,
+                         ic,
+                         4);
+        }
+        for (; ic < in_c; ic++)
+        {
+            dw_gi_gather(dw_conv_params,
+                         input_dims,
+                         filter_dims,
+                         filter,
+                         filter_scale,
+                         output_dims,
+                         grad_output,
+                         grad_input,
+                         ic,
+                         1);
+        }
+        return ARM_CMSIS_NN_SUCCESS;
     }
 
     memset(grad_input, 0, (size_t)batches * (size_t)in_h * (size_t)in_w * (size_t)in_c * sizeof(float));

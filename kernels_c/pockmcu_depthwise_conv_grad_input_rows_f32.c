@@ -35,6 +35,19 @@ static void store_row(float *gi_b,
     const float *src = ring + (row % rows) * in_w * len;
     float *dst = gi_b + row * in_w * in_c + c0;
     int32_t ix;
+    if (len == 4)
+    {
+        for (ix = 0; ix < in_w; ix++, dst += in_c, src += 4)
+        {
+            float v[4];
+            pockmcu_ld4_f32(src, v);
+            dst[0] = v[0];
+            dst[1] = v[1];
+            dst[2] = v[2];
+            dst[3] = v[3];
+        }
+        return;
+    }
     for (ix = 0; ix < in_w; ix++)
     {
         memcpy(dst + ix * in_c, src + ix * len, (size_t)len * sizeof(float));
@@ -89,7 +102,88 @@ static void rows_mult1(const float *go_b,
     {
         float *gi = ring + (iy % rows) * in_w * len;
         int32_t last;
-        for (ix = 0; ix < in_w; ix++)
+        if (len == 4)
+        {
+            /* the scales in registers (an array is reloaded every tap) */
+            const float fs0 = fs[0], fs1 = fs[1], fs2 = fs[2], fs3 = fs[3];
+            /* the valid kernel rows of this input row (output rows ascending) */
+            const float *g_row[POCKMCU_DW_FAST_TAPS];
+            const float *w_row[POCKMCU_DW_FAST_TAPS];
+            int32_t n_rows = 0;
+            for (ky = k_h - 1; ky >= 0; ky--)
+            {
+                const int32_t oy = iy + pad_h - ky * dil_h;
+                if (oy >= 0 && oy < out_h)
+                {
+                    g_row[n_rows] = go_b + oy * out_w * in_c + c0;
+                    w_row[n_rows++] = wf + ky * k_w * 4;
+                }
+            }
+            for (ix = 0; ix < in_w; ix++)
+            {
+                /* kx with 0 <= ix + pad_w - kx * dil_w < out_w, taken descending (output columns ascending) */
+                const int32_t u = ix + pad_w;
+                const int32_t v = u - out_w + 1; /* kx >= ceil(v / dil_w) */
+                const int32_t q_hi = dil_w == 1 ? u : u / dil_w;
+                const int32_t kx_hi = q_hi < k_w - 1 ? q_hi : k_w - 1;
+                const int32_t kx_lo = v <= 0 ? 0 : (dil_w == 1 ? v : (v + dil_w - 1) / dil_w);
+                float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+                int32_t r;
+                if (k_w == 3 && kx_lo == 0 && kx_hi == 2) /* all three columns: the taps unrolled */
+                {
+                    const int32_t step = dil_w * in_c;
+                    for (r = 0; r < n_rows; r++)
+                    {
+                        const float *g = g_row[r] + (u - 2 * dil_w) * in_c;
+                        const float *w = w_row[r];
+                        float gv[4], wv[4];
+                        pockmcu_ld4_f32(g, gv);
+                        pockmcu_ld4_f32_b(w + 8, wv);
+                        a0 = pockmcu_mla_f32(a0, gv[0] * fs0, wv[0]);
+                        a1 = pockmcu_mla_f32(a1, gv[1] * fs1, wv[1]);
+                        a2 = pockmcu_mla_f32(a2, gv[2] * fs2, wv[2]);
+                        a3 = pockmcu_mla_f32(a3, gv[3] * fs3, wv[3]);
+                        pockmcu_ld4_f32(g + step, gv);
+                        pockmcu_ld4_f32_b(w + 4, wv);
+                        a0 = pockmcu_mla_f32(a0, gv[0] * fs0, wv[0]);
+                        a1 = pockmcu_mla_f32(a1, gv[1] * fs1, wv[1]);
+                        a2 = pockmcu_mla_f32(a2, gv[2] * fs2, wv[2]);
+                        a3 = pockmcu_mla_f32(a3, gv[3] * fs3, wv[3]);
+                        pockmcu_ld4_f32(g + 2 * step, gv);
+                        pockmcu_ld4_f32_b(w, wv);
+                        a0 = pockmcu_mla_f32(a0, gv[0] * fs0, wv[0]);
+                        a1 = pockmcu_mla_f32(a1, gv[1] * fs1, wv[1]);
+                        a2 = pockmcu_mla_f32(a2, gv[2] * fs2, wv[2]);
+                        a3 = pockmcu_mla_f32(a3, gv[3] * fs3, wv[3]);
+                    }
+                    gi[ix * 4] = a0;
+                    gi[ix * 4 + 1] = a1;
+                    gi[ix * 4 + 2] = a2;
+                    gi[ix * 4 + 3] = a3;
+                    continue;
+                }
+                for (r = 0; r < n_rows; r++)
+                {
+                    const float *g = g_row[r] + (u - kx_hi * dil_w) * in_c;
+                    const float *w = w_row[r] + kx_hi * 4;
+                    for (kx = kx_hi; kx >= kx_lo; kx--, g += dil_w * in_c, w -= 4)
+                    {
+                        float gv[4], wv[4];
+                        pockmcu_ld4_f32(g, gv);
+                        pockmcu_ld4_f32_b(w, wv);
+                        a0 = pockmcu_mla_f32(a0, gv[0] * fs0, wv[0]);
+                        a1 = pockmcu_mla_f32(a1, gv[1] * fs1, wv[1]);
+                        a2 = pockmcu_mla_f32(a2, gv[2] * fs2, wv[2]);
+                        a3 = pockmcu_mla_f32(a3, gv[3] * fs3, wv[3]);
+                    }
+                }
+                gi[ix * 4] = a0;
+                gi[ix * 4 + 1] = a1;
+                gi[ix * 4 + 2] = a2;
+                gi[ix * 4 + 3] = a3;
+            }
+        }
+        for (ix = 0; ix < in_w && len < 4; ix++)
         {
             float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
             for (ky = k_h - 1; ky >= 0; ky--) /* output rows ascending */

@@ -309,6 +309,28 @@ void pockmcu_bias_update_bounded_s32(int32_t *bias,
                                      uint32_t *rng,
                                      int32_t limit);
 
+/**
+ * @brief pockmcu_convolve_split_s8 (split-stored filter: the first head_c input channels of every tap in
+ *        filter_head, the rest in the full OHWI filter) on the DSP extension: SXTAB16 / SXTB16 / SMLAD,
+ *        2 output pixels x 2 output channels per inner loop, no scratch (ctx is not read). Same arguments,
+ *        same status and the same bytes as pockmcu_convolve_split_s8 (portable C of the same loops where the
+ *        core has no DSP, as on the host).
+ */
+arm_cmsis_nn_status pockmcu_convolve_split_s8_simd(const cmsis_nn_context *ctx,
+                                                   const cmsis_nn_conv_params *conv_params,
+                                                   const cmsis_nn_per_channel_quant_params *quant_params,
+                                                   const cmsis_nn_dims *input_dims,
+                                                   const int8_t *input_data,
+                                                   const cmsis_nn_dims *filter_dims,
+                                                   const int8_t *filter_data,
+                                                   const int8_t *filter_head,
+                                                   int32_t head_c,
+                                                   const cmsis_nn_dims *bias_dims,
+                                                   const int32_t *bias_data,
+                                                   const cmsis_nn_dims *output_dims,
+                                                   int8_t *output_data,
+                                                   int32_t ort_rounding);
+
 #ifdef __cplusplus
 }
 #endif

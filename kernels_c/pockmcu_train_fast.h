@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "pockmcu_nn.h"
+#include "pockmcu_simd.h"
 
 #if defined(__GNUC__) || defined(__clang__)
     #define POCKMCU_FAST_INLINE static inline __attribute__((always_inline))
@@ -56,14 +57,42 @@ POCKMCU_FAST_INLINE uint32_t pockmcu_xorshift32_step(uint32_t x)
  * value by cheaper tests: |x| <= 2^30 (the common case) is one integer compare of the bits (a NaN's
  * are larger), and floor is VRINTM where the core has it (FPv5: M7, M33, M55), else the truncation
  * corrected by one; both give floor(t) exactly for |t| <= 2^30 + 1. */
-POCKMCU_FAST_INLINE int32_t pockmcu_sround(float x, uint32_t *state)
+/* FPv4 (single precision FPU without VRINTM: Cortex-M4): floor(t) is one VCVTR under round-toward-minus-
+ * infinity, FPSCR switched to that mode (fpscr_rm) and back (fpscr_rn) around it only; pockmcu_fpscr_modes
+ * gives both words (the current FPSCR with its rounding field set to RM, and unchanged). */
+#if defined(__arm__) && defined(__GNUC__) && defined(__ARM_FP) && !(__ARM_ARCH >= 8 || (__ARM_FP & 8) != 0) &&         \
+    POCKMCU_VMLA_F32
+    #define POCKMCU_FLOOR_VCVTR 1
+#else
+    #define POCKMCU_FLOOR_VCVTR 0
+#endif
+
+POCKMCU_FAST_INLINE void pockmcu_fpscr_modes(uint32_t *fpscr_rm, uint32_t *fpscr_rn)
+{
+#if POCKMCU_FLOOR_VCVTR
+    uint32_t f;
+    __asm__ volatile("vmrs %0, fpscr" : "=r"(f));
+    *fpscr_rn = f;
+    *fpscr_rm = (f & ~0x00C00000u) | 0x00800000u;
+#else
+    *fpscr_rm = 0u;
+    *fpscr_rn = 0u;
+#endif
+}
+
+POCKMCU_FAST_INLINE int32_t pockmcu_sround_m(float x, uint32_t *state, uint32_t fpscr_rm, uint32_t fpscr_rn)
 {
     const uint32_t r = pockmcu_xorshift32_step(*state);
-    const float u = (float)(int32_t)(r >> 8) * 0x1p-24f;
     uint32_t bits;
-    float t;
+    float t, u;
     int32_t i;
 
+#if POCKMCU_VMLA_F32
+    /* (r >> 8) as an unsigned fixed-point number with 24 fraction bits: the same exact value */
+    __asm__("vmov %0, %1\n\tvcvt.f32.u32 %0, %0, #24" : "=t"(u) : "r"(r >> 8));
+#else
+    u = (float)(int32_t)(r >> 8) * 0x1p-24f;
+#endif
     *state = r;
     memcpy(&bits, &x, sizeof bits);
     if ((bits & 0x7FFFFFFFu) > 0x4E800000u) /* |x| > 2^30, or NaN */
@@ -82,9 +111,21 @@ POCKMCU_FAST_INLINE int32_t pockmcu_sround(float x, uint32_t *state)
         }
     }
     t = x + u;
-#if defined(__arm__) && defined(__GNUC__) && defined(__ARM_FP) && (__ARM_ARCH >= 8 || (__ARM_FP & 8) != 0)
+#if POCKMCU_FLOOR_VCVTR
+    {
+        float f;
+        __asm__ volatile("vmsr fpscr, %2\n\tvcvtr.s32.f32 %0, %1\n\tvmsr fpscr, %3"
+                         : "=&t"(f)
+                         : "t"(t), "r"(fpscr_rm), "r"(fpscr_rn));
+        memcpy(&i, &f, sizeof i);
+    }
+#elif defined(__arm__) && defined(__GNUC__) && defined(__ARM_FP) && (__ARM_ARCH >= 8 || (__ARM_FP & 8) != 0)
+    (void)fpscr_rm;
+    (void)fpscr_rn;
     i = (int32_t)__builtin_floorf(t);
 #else
+    (void)fpscr_rm;
+    (void)fpscr_rn;
     i = (int32_t)t;
     if ((float)i > t)
     {
@@ -92,6 +133,151 @@ POCKMCU_FAST_INLINE int32_t pockmcu_sround(float x, uint32_t *state)
     }
 #endif
     return i;
+}
+
+/* pockmcu_sround_m reading FPSCR itself (loops call pockmcu_fpscr_modes once and pockmcu_sround_m). */
+POCKMCU_FAST_INLINE int32_t pockmcu_sround(float x, uint32_t *state)
+{
+    uint32_t rm, rn;
+    pockmcu_fpscr_modes(&rm, &rn);
+    return pockmcu_sround_m(x, state, rm, rn);
+}
+
+/* ---------------------------------------------------------------- loads and int8 -> float widening
+ * pockmcu_ld4_f32(p, v): v[0..3] = p[0..3]; one VLDM on a core with a single-precision FPU (_b: into s4-s7).
+ * pockmcu_cvt4_s8(x, off, off2, v): v[k] = (float)((int32_t)x[k] + off) for k < 4 (exact: |x + off| <= 255);
+ * on a DSP + FPU core the bytes are widened with the offset added two at a time (SXTAB16, off2 = off in both
+ * 16-bit lanes) and the low lanes converted by VCVT.F32.S16, the high lanes by VCVT.F32.S32 after a shift. */
+/* four floats from p (any float-aligned address) */
+POCKMCU_FAST_INLINE void pockmcu_ld4_f32(const float *p, float v[4])
+{
+#if POCKMCU_VMLA_F32
+    register float r0 __asm__("s0");
+    register float r1 __asm__("s1");
+    register float r2 __asm__("s2");
+    register float r3 __asm__("s3");
+    __asm__("vldmia %4, {s0-s3}" : "=t"(r0), "=t"(r1), "=t"(r2), "=t"(r3) : "r"(p), "m"(*(const float(*)[4])p));
+    v[0] = r0;
+    v[1] = r1;
+    v[2] = r2;
+    v[3] = r3;
+#else
+    v[0] = p[0];
+    v[1] = p[1];
+    v[2] = p[2];
+    v[3] = p[3];
+#endif
+}
+
+/* pockmcu_ld4_f32 into s4-s7 (so that two loads in a row need no moves). */
+POCKMCU_FAST_INLINE void pockmcu_ld4_f32_b(const float *p, float v[4])
+{
+#if POCKMCU_VMLA_F32
+    register float r0 __asm__("s4");
+    register float r1 __asm__("s5");
+    register float r2 __asm__("s6");
+    register float r3 __asm__("s7");
+    __asm__("vldmia %4, {s4-s7}" : "=t"(r0), "=t"(r1), "=t"(r2), "=t"(r3) : "r"(p), "m"(*(const float(*)[4])p));
+    v[0] = r0;
+    v[1] = r1;
+    v[2] = r2;
+    v[3] = r3;
+#else
+    v[0] = p[0];
+    v[1] = p[1];
+    v[2] = p[2];
+    v[3] = p[3];
+#endif
+}
+
+/* The bits of p[0..3] (float aligned): two LDRD on a core with an FPU. */
+POCKMCU_FAST_INLINE void pockmcu_ld4_bits(const float *p, uint32_t *w0, uint32_t *w1, uint32_t *w2, uint32_t *w3)
+{
+#if POCKMCU_VMLA_F32
+    __asm__("ldrd %0, %1, [%4]\n\tldrd %2, %3, [%4, #8]"
+            : "=&r"(*w0), "=&r"(*w1), "=&r"(*w2), "=&r"(*w3)
+            : "r"(p), "m"(*(const float(*)[4])p));
+#else
+    memcpy(w0, p, 4);
+    memcpy(w1, p + 1, 4);
+    memcpy(w2, p + 2, 4);
+    memcpy(w3, p + 3, 4);
+#endif
+}
+
+/* The four floats whose bits are w0..w3 (two VMOV of register pairs on a core with an FPU). */
+POCKMCU_FAST_INLINE void pockmcu_f32_from_bits4(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, float v[4])
+{
+#if POCKMCU_VMLA_F32
+    register float r0 __asm__("s0");
+    register float r1 __asm__("s1");
+    register float r2 __asm__("s2");
+    register float r3 __asm__("s3");
+    __asm__("vmov s0, s1, %4, %5\n\tvmov s2, s3, %6, %7"
+            : "=t"(r0), "=t"(r1), "=t"(r2), "=t"(r3)
+            : "r"(w0), "r"(w1), "r"(w2), "r"(w3));
+    v[0] = r0;
+    v[1] = r1;
+    v[2] = r2;
+    v[3] = r3;
+#else
+    memcpy(&v[0], &w0, 4);
+    memcpy(&v[1], &w1, 4);
+    memcpy(&v[2], &w2, 4);
+    memcpy(&v[3], &w3, 4);
+#endif
+}
+
+#if POCKMCU_VMLA_F32 && POCKMCU_HAS_DSP
+/* (float) of the signed low 16-bit lane of w */
+POCKMCU_FAST_INLINE float pockmcu_cvt_lo16(uint32_t w)
+{
+    float f;
+    __asm__("vmov %0, %1\n\tvcvt.f32.s16 %0, %0, #0" : "=&t"(f) : "r"(w));
+    return f;
+}
+#endif
+
+/* v[k] = (float)((int32_t)x[k] + off), k < 4 */
+POCKMCU_FAST_INLINE void pockmcu_cvt4_s8(const int8_t *x, int32_t off, uint32_t off2, float v[4])
+{
+#if POCKMCU_VMLA_F32 && POCKMCU_HAS_DSP
+    const uint32_t w = pockmcu_read_s8x4(x);
+    const uint32_t a = pockmcu_sxtab16(off2, w);      /* x0 + off | x2 + off */
+    const uint32_t b = pockmcu_sxtab16_ror8(off2, w); /* x1 + off | x3 + off */
+    const uint32_t ah = (uint32_t)((int32_t)a >> 16), bh = (uint32_t)((int32_t)b >> 16);
+    register float r0 __asm__("s8");
+    register float r1 __asm__("s9");
+    register float r2 __asm__("s10");
+    register float r3 __asm__("s11");
+    (void)off;
+    /* two core registers per VMOV; VCVT.F32.S16 reads the low lane, the high lanes are shifted down first */
+    __asm__("vmov s8, s9, %4, %5\n\tvcvt.f32.s16 s8, s8, #0\n\tvcvt.f32.s16 s9, s9, #0\n\t"
+            "vmov s10, s11, %6, %7\n\tvcvt.f32.s32 s10, s10\n\tvcvt.f32.s32 s11, s11"
+            : "=&t"(r0), "=&t"(r1), "=&t"(r2), "=&t"(r3)
+            : "r"(a), "r"(b), "r"(ah), "r"(bh));
+    v[0] = r0;
+    v[1] = r1;
+    v[2] = r2;
+    v[3] = r3;
+#else
+    (void)off2;
+    v[0] = (float)((int32_t)x[0] + off);
+    v[1] = (float)((int32_t)x[1] + off);
+    v[2] = (float)((int32_t)x[2] + off);
+    v[3] = (float)((int32_t)x[3] + off);
+#endif
+}
+
+/* v clamped to [-127, 127] (SSAT to [-128, 127], then -128 -> -127, on Arm). */
+POCKMCU_FAST_INLINE int8_t pockmcu_clamp127(int32_t v)
+{
+#if defined(__arm__) && defined(__GNUC__) && defined(__ARM_FEATURE_SAT)
+    __asm__("ssat %0, #8, %0" : "+r"(v));
+    return (int8_t)(v < -127 ? -127 : v);
+#else
+    return (int8_t)(v > 127 ? 127 : (v < -127 ? -127 : v));
+#endif
 }
 
 /* ---------------------------------------------------------------- 1x1 convolution input gradient */
@@ -130,7 +316,8 @@ POCKMCU_FAST_INLINE void pockmcu_gi_1x1_rows(const float *const go[4],
     {
         const float *g0 = go[0], *g1 = go[1], *g2 = go[2], *g3 = go[3];
         int16_t list[POCKMCU_GI_CHUNK];
-        int32_t o0;
+        float sv[POCKMCU_GI_CHUNK * 4];
+        int32_t o0, k;
         for (o0 = 0; o0 < out_c; o0 += POCKMCU_GI_CHUNK)
         {
             const int32_t o_end = out_c - o0 < POCKMCU_GI_CHUNK ? out_c : o0 + POCKMCU_GI_CHUNK;
@@ -147,11 +334,19 @@ POCKMCU_FAST_INLINE void pockmcu_gi_1x1_rows(const float *const go[4],
             {
                 continue;
             }
+            for (k = 0; k < n; k++) /* the scaled gradients of the listed channels, once per chunk */
+            {
+                const int32_t oo = o0 + list[k];
+                const float sc = scale[oo];
+                sv[4 * k] = g0[oo] * sc;
+                sv[4 * k + 1] = g1[oo] * sc;
+                sv[4 * k + 2] = g2[oo] * sc;
+                sv[4 * k + 3] = g3[oo] * sc;
+            }
             for (c = 0; c + 4 <= len; c += 4)
             {
                 float a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33;
                 const int8_t *wc = w + o0 * w_stride + c;
-                int32_t k;
                 if (o0 == 0)
                 {
                     a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = 0.0f;
@@ -166,11 +361,12 @@ POCKMCU_FAST_INLINE void pockmcu_gi_1x1_rows(const float *const go[4],
                 }
                 for (k = 0; k < n; k++)
                 {
-                    const int32_t oo = o0 + list[k];
-                    const float sc = scale[oo];
-                    const float s0 = g0[oo] * sc, s1 = g1[oo] * sc, s2 = g2[oo] * sc, s3 = g3[oo] * sc;
-                    const int8_t *wp = wc + list[k] * w_stride;
-                    const float w0 = (float)wp[0], w1 = (float)wp[1], w2 = (float)wp[2], w3 = (float)wp[3];
+                    float sg[4], wv[4];
+                    float s0, s1, s2, s3, w0, w1, w2, w3;
+                    pockmcu_ld4_f32(sv + 4 * k, sg);
+                    pockmcu_cvt4_s8(wc + list[k] * w_stride, 0, 0u, wv);
+                    s0 = sg[0], s1 = sg[1], s2 = sg[2], s3 = sg[3];
+                    w0 = wv[0], w1 = wv[1], w2 = wv[2], w3 = wv[3];
                     a00 = pockmcu_mla_f32(a00, s0, w0);
                     a01 = pockmcu_mla_f32(a01, s0, w1);
                     a02 = pockmcu_mla_f32(a02, s0, w2);

@@ -29,8 +29,10 @@ void pockmcu_update_s32(int32_t *q,
     const float batch = (float)(opt->batch >= 1 ? opt->batch : 1);
     const int32_t apply = opt->apply;
     uint32_t state = *rng;
+    uint32_t rm, rn;
     int32_t k;
 
+    pockmcu_fpscr_modes(&rm, &rn);
     for (k = 0; k < n; k++)
     {
         float g = grad[k] * coef[k];
@@ -50,7 +52,7 @@ void pockmcu_update_s32(int32_t *q,
             velocity[k] = momentum * velocity[k] + g;
             g = velocity[k];
         }
-        v = (int64_t)q[k] + (int64_t)pockmcu_sround(neg_lr * g, &state);
+        v = (int64_t)q[k] + (int64_t)pockmcu_sround_m(neg_lr * g, &state, rm, rn);
         q[k] = v > (int64_t)POCKMCU_INT32_MAX ? POCKMCU_INT32_MAX
                                               : (v < (int64_t)POCKMCU_INT32_MIN ? POCKMCU_INT32_MIN : (int32_t)v);
     }

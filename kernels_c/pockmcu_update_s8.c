@@ -28,14 +28,16 @@ void pockmcu_update_s8(int8_t *q,
     const float batch = (float)(opt->batch >= 1 ? opt->batch : 1);
     const int32_t apply = opt->apply;
     uint32_t state = *rng;
+    uint32_t rm, rn;
     int32_t k;
 
+    pockmcu_fpscr_modes(&rm, &rn);
     if (accum == NULL && velocity == NULL) /* plain SGD, the common case: no state to read */
     {
         for (k = 0; k < n; k++)
         {
-            const int32_t v = (int32_t)q[k] + pockmcu_sround(neg_lr * (grad[k] * coef), &state);
-            q[k] = (int8_t)(v > 127 ? 127 : (v < -127 ? -127 : v));
+            const int32_t v = (int32_t)q[k] + pockmcu_sround_m(neg_lr * (grad[k] * coef), &state, rm, rn);
+            q[k] = pockmcu_clamp127(v);
         }
         *rng = state;
         return;
@@ -59,8 +61,8 @@ void pockmcu_update_s8(int8_t *q,
             velocity[k] = momentum * velocity[k] + g;
             g = velocity[k];
         }
-        v = (int32_t)q[k] + pockmcu_sround(neg_lr * g, &state);
-        q[k] = (int8_t)(v > 127 ? 127 : (v < -127 ? -127 : v));
+        v = (int32_t)q[k] + pockmcu_sround_m(neg_lr * g, &state, rm, rn);
+        q[k] = pockmcu_clamp127(v);
     }
     *rng = state;
 }

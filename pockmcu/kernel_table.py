@@ -189,3 +189,7 @@ TABLE["AVERAGE_POOL_2D"] = TABLE["AVERAGE_POOL_2D"] + (_k("pockmcu_avgpool_mve_s
 # same-shape ADD on M55 (kernels_c/pockmcu_elementwise_add_mve_s8.c): four elements per Helium vector, the bytes of
 # arm_elementwise_add_s8, no scratch
 TABLE["ADD"] = TABLE["ADD"] + (_k("pockmcu_elementwise_add_mve_s8", features=("mve",)),)
+
+# -- split-stored trainable conv (train14): the DSP form of pockmcu_convolve_split_s8 (same arguments and bytes,
+# no scratch; kernels_c/pockmcu_convolve_split_s8_simd.c); a channel-sparse update keeps it on the DSP
+TABLE["CONV_2D"] = TABLE["CONV_2D"] + (_k("pockmcu_convolve_split_s8_simd", variant="split", features=("dsp",)),)

@@ -598,7 +598,7 @@ def test_training_with_dsp_kernels_on_ram_weights_host_equals_qemu(tmp_path):
                   train=TrainOptions(spec=json.dumps(TRAIN_SPEC), loss="xent"))
     steps = _step_kernels(out)
     assert steps["conv0"] == DSP_NAMES["conv"] and steps["conv1"] == DSP_NAMES["conv_1x1"]
-    assert steps["fc0"] == DSP_NAMES["fc"] and steps["conv2"] == "pockmcu_convolve_split_s8"
+    assert steps["fc0"] == DSP_NAMES["fc"] and steps["conv2"] == "pockmcu_convolve_split_s8_simd"
     rng = np.random.default_rng(2)
     d = Data(rng.integers(-128, 128, (8, 16, 16, 3)).astype(np.int8), rng.integers(0, 10, 8).astype(np.int32))
     host = HostTrainer(out)

@@ -50,6 +50,7 @@ TRAIN_FUNCS = [
     "pockmcu_softmax_xent_grad_s8", "pockmcu_mse_grad_s8", "pockmcu_mse_grad_f32",
     # split weight storage: the forward kernel, checked against the unsplit ones on merged weights
     "pockmcu_convolve_split_s8", "arm_convolve_wrapper_s8", "pockmcu_convolve_ort_s8",
+    "pockmcu_convolve_split_s8_simd",   # its DSP form (portable C of the same loops on the host)
 ]
 TRAIN_SOURCES = [KERNELS / f"{name}.c" for name in TRAIN_FUNCS]
 
@@ -213,9 +214,10 @@ class TK:
         return gi
 
     def conv_forward(self, g: Geom, x, w, bias, mult, shift, in_off, out_off, act, ort, head=None, head_c=0,
-                     split=False):
+                     split=False, simd=False):
         """int8 forward conv: arm_convolve_wrapper_s8 / pockmcu_convolve_ort_s8 (split=False) or
-        pockmcu_convolve_split_s8 (split=True, head as in conv_grad_input). Returns (status, output)."""
+        pockmcu_convolve_split_s8 (split=True, head as in conv_grad_input; simd: its DSP form
+        pockmcu_convolve_split_s8_simd). Returns (status, output)."""
         n, _, _, cin = x.shape
         co, kh, kw, kc = w.shape
         p = self.conv_params(g, in_off)
@@ -233,7 +235,8 @@ class TK:
             bias, np.int32)), self.dims(n, *g.out, co), self.p("int8_t", y))
         if split:
             hp = self.p("int8_t", None if head is None else np.ascontiguousarray(head, np.int8))
-            st = self.lib.pockmcu_convolve_split_s8(*args_in, hp, int(head_c), *args_out, int(ort))
+            f = self.lib.pockmcu_convolve_split_s8_simd if simd else self.lib.pockmcu_convolve_split_s8
+            st = f(*args_in, hp, int(head_c), *args_out, int(ort))
         elif ort:
             st = self.lib.pockmcu_convolve_ort_s8(*args_in, *args_out)
         else:
@@ -681,6 +684,9 @@ def check_conv_split(k: TK, rng, n_iter):
                                       head if head_c else None, head_c, split=True)
             assert st0 == 0 and st1 == 0, (st0, st1)
             assert np.array_equal(got, want), f"split forward (ort={ort}, head_c={head_c}/{cin}) {g}"
+            st2, simd = k.conv_forward(g, x, flash, bias, mult, shift, in_off, out_off, act, ort,
+                                       head if head_c else None, head_c, split=True, simd=True)
+            assert st2 == 0 and np.array_equal(simd, want), f"split simd forward (ort={ort}, {head_c}/{cin}) {g}"
             assert len(np.unique(want)) > 1 or want.size < 4, "degenerate case: every output clamped"
         gi = k.conv_grad_input(g, n, cin, w, fs, go)
         gi_split = k.conv_grad_input(g, n, cin, flash, fs, go, head if head_c else None, head_c)
@@ -707,12 +713,17 @@ def check_conv_split(k: TK, rng, n_iter):
                          (np.zeros((co, *g.k, 1), np.int8), -1)):
         st, _ = k.conv_forward(g, x, w, None, *ones, 0, 0, (-128, 127), 0, head, head_c, split=True)
         assert st == -1, (head_c, st)
+        st, _ = k.conv_forward(g, x, w, None, *ones, 0, 0, (-128, 127), 0, head, head_c, split=True, simd=True)
+        assert st == -1, (head_c, st)
         st, _ = k.conv_grad_input(g, n, cin, w, fs, go, head, head_c, status=True)
         assert st == -1, (head_c, st)
     st, _ = k.conv_grad_input(g, n, cin, w, fs, go, np.zeros((co, *g.k, 1), np.int8), 0, status=True)
     assert st == -1, "the split input gradient needs a head"
     if cin > 1:  # grouped filters are not splittable
         st, _ = k.conv_forward(g, x, w[..., :1], None, *ones, 0, 0, (-128, 127), 0, w[..., :1], 1, split=True)
+        assert st == -1, st
+        st, _ = k.conv_forward(g, x, w[..., :1], None, *ones, 0, 0, (-128, 127), 0, w[..., :1], 1, split=True,
+                               simd=True)
         assert st == -1, st
 
 
@@ -1726,6 +1737,29 @@ static void conv1x1_case(int32_t n, int32_t ih, int32_t iw, int32_t cin, int32_t
     emit(gi, n * ih * iw * cin * (int32_t)sizeof(float));
 }
 
+/* the gathered input gradient of a general conv against the scatter loops (any filter, stride, dilation) */
+static void conv_gi_case(int32_t n, int32_t ih, int32_t iw, int32_t cin, int32_t cout, int32_t kh, int32_t kw,
+                         int32_t s, int32_t pad, int32_t dil)
+{
+    cmsis_nn_conv_params cp;
+    cmsis_nn_dims in_d = {n, ih, iw, cin}, f_d = {cout, kh, kw, cin}, o_d;
+    memset(&cp, 0, sizeof cp);
+    cp.stride.h = cp.stride.w = s;
+    cp.dilation.h = cp.dilation.w = dil;
+    cp.padding.h = cp.padding.w = pad;
+    o_d.n = n;
+    o_d.h = (ih + 2 * pad - (kh - 1) * dil - 1) / s + 1;
+    o_d.w = (iw + 2 * pad - (kw - 1) * dil - 1) / s + 1;
+    o_d.c = cout;
+    fill_s8(w8, cout * kh * kw * cin);
+    fill_scale(scale, cout);
+    fill_go(go, n * o_d.h * o_d.w * cout, zero_pct);
+    check(pockmcu_conv_grad_input_f32(&cp, &in_d, &f_d, w8, scale, &o_d, go, gi) == 0);
+    check(pockmcu_conv_grad_input_f32_loops(&cp, &in_d, &f_d, w8, NULL, 0, scale, &o_d, go, gref) == 0);
+    check(memcmp(gi, gref, (size_t)(n * ih * iw * cin) * sizeof(float)) == 0);
+    emit(gi, n * ih * iw * cin * (int32_t)sizeof(float));
+}
+
 static void from_mean_case(int32_t n, int32_t h, int32_t w, int32_t cout, int32_t cin)
 {
     cmsis_nn_dims o_d = {n, h, w, cout}, f_d = {cout, 1, 1, cin}, in_d = {n, h, w, cin}, m_d = {n, h, w, cout};
@@ -1849,6 +1883,66 @@ static void wgrad_case(int32_t n, int32_t ih, int32_t iw, int32_t k_ch, int32_t 
     emit(&r1, 4);
 }
 
+/* depthwise weight gradient (ch_mult m): the accumulated G (apply 0) and the applied update; QEMU must give the
+ * host's bytes (the host runs the portable C of the fast path's helpers) */
+static void dw_wgrad_case(int32_t ih, int32_t iw, int32_t k_ch, int32_t m, int32_t k, int32_t s, int32_t pad,
+                          int32_t dil)
+{
+    cmsis_nn_dw_conv_params dp;
+    cmsis_nn_dims in_d = {1, ih, iw, k_ch}, f_d, o_d;
+    cmsis_nn_context ctx;
+    pockmcu_optimizer opt = {0.5f, 0.0f, 1, 0};
+    uint32_t r1 = 7u;
+    const int32_t cout = (k_ch + 1) * m, nw = k * k * k_ch * m;
+    memset(&dp, 0, sizeof dp);
+    dp.ch_mult = m;
+    dp.stride.h = dp.stride.w = s;
+    dp.dilation.h = dp.dilation.w = dil;
+    dp.padding.h = dp.padding.w = pad;
+    dp.input_offset = (int32_t)(rnd() % 256u) - 128;
+    f_d.n = 1, f_d.h = k, f_d.w = k, f_d.c = cout;
+    o_d.n = 1;
+    o_d.h = (ih + 2 * pad - (k - 1) * dil - 1) / s + 1;
+    o_d.w = (iw + 2 * pad - (k - 1) * dil - 1) / s + 1;
+    o_d.c = cout;
+    fill_s8(xin, ih * iw * k_ch);
+    fill_s8(w8, k * k * cout);
+    fill_go(go, o_d.h * o_d.w * cout, zero_pct);
+    fill_scale(coefs, cout);
+    memset(gref, 0, (size_t)nw * sizeof(float));
+    ctx.buf = buf;
+    ctx.size = (int32_t)sizeof buf;
+    check(pockmcu_depthwise_conv_wgrad_update_s8(&ctx, &dp, &in_d, xin, &f_d, w8, 1, &o_d, go, coefs, gref, NULL, &opt,
+                                                 &r1) == 0);
+    emit(gref, nw * (int32_t)sizeof(float));
+    opt.apply = 1;
+    check(pockmcu_depthwise_conv_wgrad_update_s8(&ctx, &dp, &in_d, xin, &f_d, w8, 1, &o_d, go, coefs, NULL, NULL, &opt,
+                                                 &r1) == 0);
+    emit(w8, k * k * cout);
+    emit(&r1, 4);
+}
+
+/* the depthwise input gradient (gathered for ch_mult 1, any stride): host = QEMU bytes */
+static void dw_gi_case(int32_t ih, int32_t iw, int32_t c, int32_t m, int32_t k, int32_t s, int32_t pad, int32_t dil)
+{
+    cmsis_nn_dw_conv_params dp;
+    cmsis_nn_dims in_d = {1, ih, iw, c}, f_d = {1, k, k, c * m}, o_d;
+    memset(&dp, 0, sizeof dp);
+    dp.ch_mult = m;
+    dp.stride.h = dp.stride.w = s;
+    dp.dilation.h = dp.dilation.w = dil;
+    dp.padding.h = dp.padding.w = pad;
+    o_d.n = 1;
+    o_d.h = (ih + 2 * pad - (k - 1) * dil - 1) / s + 1;
+    o_d.w = (iw + 2 * pad - (k - 1) * dil - 1) / s + 1;
+    o_d.c = c * m;
+    fill_s8(w8, k * k * c * m);
+    fill_scale(scale, c * m);
+    fill_go(go, o_d.h * o_d.w * c * m, zero_pct);
+    check(pockmcu_depthwise_conv_grad_input_f32(&dp, &in_d, &f_d, w8, scale, &o_d, go, gi) == 0);
+    emit(gi, ih * iw * c * (int32_t)sizeof(float));
+}
+
 /* the update rule on values hitting every branch of the rounding (huge, NaN, tiny) */
 static void update_case(void)
 {
@@ -1900,6 +1994,29 @@ int pockmcu_fast_workload(uint8_t *dst, int32_t cap)
     wgrad_case(1, 6, 5, 7, 9, 2, 9, 1, 1, 0, 0);
     wgrad_case(2, 7, 7, 8, 8, 0, 8, 3, 2, 1, 1);
     wgrad_case(1, 5, 5, 4, 4, 0, 6, 3, 1, 1, 0);
+    wgrad_case(1, 9, 8, 3, 3, 0, 8, 3, 2, 1, 0); /* a first layer: 3 channels, stride 2, padding */
+    wgrad_case(2, 5, 7, 2, 6, 3, 5, 3, 1, 2, 1); /* channel tail of 2, 5 outputs, padding 2 */
+    wgrad_case(1, 4, 4, 1, 1, 0, 4, 1, 1, 0, 0);
+    wgrad_case(1, 9, 9, 6, 9, 1, 12, 5, 2, 2, 0); /* 5x5, 4 + 2 channels */
+    wgrad_case(1, 8, 8, 13, 13, 0, 8, 1, 1, 0, 0); /* pointwise, tail of 1 */
+    dw_wgrad_case(7, 6, 9, 1, 3, 1, 1, 1);
+    zero_pct = 10; /* dense gradients: the gathered conv input gradient */
+    conv_gi_case(1, 9, 11, 8, 6, 3, 3, 1, 1, 1);
+    conv_gi_case(2, 9, 10, 5, 7, 3, 3, 2, 1, 1);
+    conv_gi_case(1, 12, 13, 4, 5, 3, 2, 3, 2, 2);
+    conv_gi_case(1, 7, 9, 3, 4, 5, 5, 2, 2, 1);
+    conv_gi_case(1, 6, 17, 9, 3, 1, 3, 1, 0, 1);
+    zero_pct = 90; /* mostly zero: the scatter loops */
+    conv_gi_case(1, 9, 10, 5, 7, 3, 3, 2, 1, 1);
+    zero_pct = 30;
+    dw_gi_case(9, 8, 9, 1, 3, 2, 1, 1);
+    dw_gi_case(8, 7, 6, 1, 3, 2, 0, 1);
+    dw_gi_case(7, 9, 5, 1, 5, 3, 2, 2);
+    dw_gi_case(6, 6, 3, 2, 3, 2, 1, 1);
+    dw_wgrad_case(9, 8, 8, 1, 3, 2, 1, 1);
+    dw_wgrad_case(6, 7, 6, 1, 3, 1, 2, 2);
+    dw_wgrad_case(5, 5, 5, 2, 3, 1, 1, 1);
+    dw_wgrad_case(8, 8, 3, 1, 5, 2, 2, 1);
     zero_pct = 95; /* mostly zero gradients: the skipped chunks and positions */
     conv1x1_case(1, 4, 4, 12, 150, 1, 0, 0);
     conv1x1_case(1, 4, 4, 12, 70, 1, 0, 5);
@@ -1919,7 +2036,7 @@ FAST_KERNELS = ["pockmcu_conv_grad_input_f32.c", "pockmcu_conv_grad_input_split_
                 "pockmcu_depthwise_conv_grad_input_f32.c", "pockmcu_depthwise_conv_grad_input_rows_f32.c",
                 "pockmcu_depthwise_conv_grad_input_rows_f32_get_buffer_size.c", "pockmcu_conv_wgrad_update_s8.c",
                 "pockmcu_conv_wgrad_update_s8_get_buffer_size.c", "pockmcu_update_s8.c", "pockmcu_update_s32.c",
-                "pockmcu_stochastic_round.c", "pockmcu_xorshift32.c"]
+                "pockmcu_stochastic_round.c", "pockmcu_xorshift32.c", "pockmcu_depthwise_conv_wgrad_update_s8.c"]
 
 FAST_MAIN_C = r"""
 #include <stdint.h>

@@ -433,7 +433,7 @@ def test_table_picks_mve_rows_only_on_helium():
     for kind, variant in (("CONV_2D", ""), ("DEPTHWISE_CONV_2D", ""), ("FULLY_CONNECTED", "per_tensor")):
         assert "mve" not in kernel_table.choose(kind, "", "tflm", dsp, variant).function
         assert "mve" not in kernel_table.choose(kind, "", "onnxruntime", mve, variant).function
-    assert kernel_table.choose("CONV_2D", "", "tflm", mve, "split").function == "pockmcu_convolve_split_s8"
+    assert kernel_table.choose("CONV_2D", "", "tflm", mve, "split").function == "pockmcu_convolve_split_s8_simd"
 
 
 # -- model level: generated for Cortex-M55, the MVE kernels run in QEMU; the host build runs the portable loops
