@@ -121,7 +121,51 @@ typedef struct
     int32_t output_offset;
     int32_t act_min;
     int32_t act_max;
+    int32_t fast;  /* pockmcu_dsp_fast_requant_ok: the SMMLAR requantization of pockmcu_dsp_out_fast is exact */
+    int32_t clamp; /* the activation range is narrower than int8 */
 } pockmcu_dsp_requant;
+
+/* Whether pockmcu_dsp_out_fast equals TFLM's requantization for every accumulator of this call: per channel
+ * (n of them) shift in [-31, -1] (a scale below 1/2), multiplier >= 0, and with B = |bias| + depth * 255 * 128
+ * (|x + input_offset| <= 255, |w| <= 128) B < 2^30 and B + 3 + 129 * 2^-shift < 2^31 (the folded output offset and
+ * rounding of pockmcu_dsp_out_fast stay in 32 bits). */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_fast_requant_ok(const int32_t *bias,
+                                                       const int32_t *mult,
+                                                       const int32_t *shift,
+                                                       int32_t n,
+                                                       int32_t n_bias,
+                                                       int32_t depth)
+{
+    int32_t i;
+    for (i = 0; i < n_bias; i++)
+    {
+        const int64_t b = bias != NULL ? (int64_t)bias[i] : 0;
+        const int64_t bound = (b < 0 ? -b : b) + (int64_t)depth * (255 * 128);
+        const int32_t e = -shift[i < n ? i : 0];
+        if (e < 1 || e > 31 || mult[i < n ? i : 0] < 0 || bound >= ((int64_t)1 << 30) ||
+            bound + 3 + ((int64_t)129 << e) >= ((int64_t)1 << 31))
+        {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* TFLM's requantization, output offset and int8 saturation when pockmcu_dsp_fast_requant_ok holds:
+ * SMMULR(2 acc, m) is SaturatingRoundingDoublingHighMul(acc, m) (|2 acc| < 2^31); RoundingDivideByPOT(x, e),
+ * e >= 1, is (x + 2^(e-1) - [x < 0]) >> e, and [x < 0] may be read as [acc < 0] for m >= 0 (x <= 0 when
+ * acc < 0, and x = 0 rounds to 0 either way); out_off * 2^e added before the shift adds out_off after it. So:
+ * ADD (r + (acc >> 31), r = 2^(e-1) + out_off * 2^e), SMMLAR, ASR, SSAT #8. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_out_fast(int32_t acc, int32_t m, int32_t r, int32_t e)
+{
+    return pockmcu_ssat8(pockmcu_smmlar((int32_t)((uint32_t)acc << 1), m, r + (acc >> 31)) >> e);
+}
+
+/* r of pockmcu_dsp_out_fast for a right shift e >= 1 and an output offset. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_fast_round(int32_t e, int32_t out_off)
+{
+    return (int32_t)(((uint32_t)1 << (e - 1)) + (uint32_t)out_off * ((uint32_t)1 << e));
+}
 
 /* Requantization constants of output channel o (per_channel constant). */
 POCKMCU_DSP_INLINE pockmcu_dsp_channel pockmcu_dsp_channel_at(const pockmcu_dsp_requant *q,
@@ -427,14 +471,44 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_4(const uint32_t *col,
             }
         }
         /* outputs go to stage[r][i] (constant offsets), then row by row to out */
-        for (i = 0; i < n; i++)
+        if (!ort_rounding && q->fast)
         {
-            const pockmcu_dsp_channel c = pockmcu_dsp_channel_at(q, o0 + i, per_channel);
-            int8_t *s = stage + i;
-            s[0] = pockmcu_dsp_out(acc[4 * i], &c, q, ort_rounding);
-            s[POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 1], &c, q, ort_rounding);
-            s[2 * POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 2], &c, q, ort_rounding);
-            s[3 * POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 3], &c, q, ort_rounding);
+            const int32_t *a = acc;
+            for (i = 0; i < n; i++, a += 4)
+            {
+                const int32_t k = per_channel ? o0 + i : 0;
+                const int32_t m = q->multiplier[k], e = -q->shift[k];
+                const int32_t rr = pockmcu_dsp_fast_round(e, q->output_offset);
+                int32_t v0 = pockmcu_dsp_out_fast(a[0], m, rr, e), v1 = pockmcu_dsp_out_fast(a[1], m, rr, e);
+                int32_t v2 = pockmcu_dsp_out_fast(a[2], m, rr, e), v3 = pockmcu_dsp_out_fast(a[3], m, rr, e);
+                int8_t *st = stage + i;
+                if (q->clamp)
+                {
+                    const uint32_t lo4 = (uint32_t)(uint8_t)q->act_min * 0x01010101u;
+                    const uint32_t hi4 = (uint32_t)(uint8_t)q->act_max * 0x01010101u;
+                    const uint32_t p = pockmcu_min_s8x4(pockmcu_max_s8x4(pockmcu_pack_s8x4(v0, v1, v2, v3), lo4), hi4);
+                    v0 = (int32_t)p;
+                    v1 = (int32_t)(p >> 8);
+                    v2 = (int32_t)(p >> 16);
+                    v3 = (int32_t)(p >> 24);
+                }
+                st[0] = (int8_t)v0;
+                st[POCKMCU_DSP_CHUNK] = (int8_t)v1;
+                st[2 * POCKMCU_DSP_CHUNK] = (int8_t)v2;
+                st[3 * POCKMCU_DSP_CHUNK] = (int8_t)v3;
+            }
+        }
+        else
+        {
+            for (i = 0; i < n; i++)
+            {
+                const pockmcu_dsp_channel c = pockmcu_dsp_channel_at(q, o0 + i, per_channel);
+                int8_t *s = stage + i;
+                s[0] = pockmcu_dsp_out(acc[4 * i], &c, q, ort_rounding);
+                s[POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 1], &c, q, ort_rounding);
+                s[2 * POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 2], &c, q, ort_rounding);
+                s[3 * POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 3], &c, q, ort_rounding);
+            }
         }
         if (n == POCKMCU_DSP_CHUNK)
         {
@@ -697,6 +771,8 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_
     q.output_offset = conv_params->output_offset;
     q.act_min = conv_params->activation.min;
     q.act_max = conv_params->activation.max;
+    q.fast = !ort_rounding && pockmcu_dsp_fast_requant_ok(bias_data, q.multiplier, q.shift, out_c, out_c, depth);
+    q.clamp = q.act_min > -128 || q.act_max < 127;
     col = (uint32_t *)ctx->buf;
     field = (int8_t *)(col + pockmcu_dsp_col_words(depth, pockmcu_dsp_block_rows(pixels)));
 
@@ -771,6 +847,9 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_fc_s8_loops(const cmsis_nn_co
     q.output_offset = fc_params->output_offset;
     q.act_min = fc_params->activation.min;
     q.act_max = fc_params->activation.max;
+    q.fast = !ort_rounding &&
+        pockmcu_dsp_fast_requant_ok(bias_data, multiplier, shift, per_channel ? out_c : 1, out_c, depth);
+    q.clamp = q.act_min > -128 || q.act_max < 127;
     col = (uint32_t *)ctx->buf;
 #define POCKMCU_DSP_BATCH_ROW(p) src = input_data + (p)*depth
     POCKMCU_DSP_ALL_ROWS(batches, POCKMCU_DSP_BATCH_ROW);
