@@ -136,14 +136,26 @@ POCKMCU_DSP_INLINE int32_t pockmcu_dsp_fast_requant_ok(const int32_t *bias,
                                                        int32_t n_bias,
                                                        int32_t depth)
 {
-    int32_t i;
-    for (i = 0; i < n_bias; i++)
+    uint32_t max_bias = 0;
+    int64_t bound;
+    int32_t i, e_max;
+    for (i = 0; bias != NULL && i < n_bias; i++)
     {
-        const int64_t b = bias != NULL ? (int64_t)bias[i] : 0;
-        const int64_t bound = (b < 0 ? -b : b) + (int64_t)depth * (255 * 128);
-        const int32_t e = -shift[i < n ? i : 0];
-        if (e < 1 || e > 31 || mult[i < n ? i : 0] < 0 || bound >= ((int64_t)1 << 30) ||
-            bound + 3 + ((int64_t)129 << e) >= ((int64_t)1 << 31))
+        const uint32_t b = bias[i] < 0 ? 0u - (uint32_t)bias[i] : (uint32_t)bias[i];
+        max_bias = b > max_bias ? b : max_bias;
+    }
+    bound = (int64_t)max_bias + (int64_t)depth * (255 * 128);
+    if (bound >= ((int64_t)1 << 30))
+    {
+        return 0;
+    }
+    for (e_max = 0; e_max < 31 && bound + 3 + ((int64_t)129 << (e_max + 1)) < ((int64_t)1 << 31); e_max++)
+    {
+    }
+    for (i = 0; i < n; i++)
+    {
+        const int32_t e = -shift[i];
+        if (e < 1 || e > e_max || mult[i] < 0)
         {
             return 0;
         }
@@ -190,6 +202,32 @@ POCKMCU_DSP_INLINE int8_t pockmcu_dsp_out(int32_t acc,
     v = v < q->act_min ? q->act_min : v; /* = pockmcu_clamp_i32 as act_min <= act_max (checked on entry) */
     v = v > q->act_max ? q->act_max : v;
     return (int8_t)v;
+}
+
+/* The output of channel o: pockmcu_dsp_out_fast when the call allows it (q->fast), else pockmcu_dsp_out. */
+POCKMCU_DSP_INLINE int8_t pockmcu_dsp_out_at(int32_t acc,
+                                             int32_t o,
+                                             const pockmcu_dsp_requant *q,
+                                             const int32_t per_channel,
+                                             const int32_t ort_rounding)
+{
+    if (!ort_rounding && q->fast)
+    {
+        const int32_t k = per_channel ? o : 0;
+        const int32_t e = -q->shift[k];
+        int32_t v = pockmcu_dsp_out_fast(acc, q->multiplier[k], pockmcu_dsp_fast_round(e, q->output_offset), e);
+        if (q->clamp)
+        {
+            v = v < q->act_min ? q->act_min : v;
+            v = v > q->act_max ? q->act_max : v;
+        }
+        return (int8_t)v;
+    }
+    else
+    {
+        const pockmcu_dsp_channel c = pockmcu_dsp_channel_at(q, o, per_channel);
+        return pockmcu_dsp_out(acc, &c, q, ort_rounding);
+    }
 }
 
 /* Whether a multiplier array holds a negative value (QuantizeMultiplier never makes one; the fast TFLM
@@ -413,6 +451,48 @@ pockmcu_dsp_dot_1x2(const uint32_t *col, const int8_t *wa, const int8_t *wb, int
     *s1 = a1;
 }
 
+/* s[c] += the 1-row column . filter row c (w, w + depth, w + 2 depth, w + 3 depth): 4 output channels a pass share
+ * each column load (16 MACs per LDRD of the column, 4 weight words). */
+POCKMCU_DSP_INLINE void pockmcu_dsp_dot_1x4(const uint32_t *col, const int8_t *w, int32_t depth, int32_t *s)
+{
+    const int8_t *wa = w, *wb = w + depth, *wc = w + 2 * depth, *wd = w + 3 * depth;
+    int32_t a0 = s[0], a1 = s[1], a2 = s[2], a3 = s[3];
+    int32_t g;
+    uint32_t x02, x13, v;
+    for (g = depth >> 2; g > 0; g--)
+    {
+        pockmcu_read_u32x2_ia(&col, &x02, &x13);
+        v = pockmcu_read_s8x4_ia(&wa);
+        a0 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a0);
+        a0 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a0);
+        POCKMCU_ORDER_AFTER(wb, a0);
+        v = pockmcu_read_s8x4_ia(&wb);
+        a1 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a1);
+        a1 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a1);
+        POCKMCU_ORDER_AFTER(wc, a1);
+        v = pockmcu_read_s8x4_ia(&wc);
+        a2 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a2);
+        a2 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a2);
+        POCKMCU_ORDER_AFTER(wd, a2);
+        v = pockmcu_read_s8x4_ia(&wd);
+        a3 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a3);
+        a3 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a3);
+        POCKMCU_ORDER_AFTER(wa, a3);
+    }
+    for (g = depth & 3; g > 0; g--)
+    {
+        a0 = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*wa++, a0);
+        a1 = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*wb++, a1);
+        a2 = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*wc++, a2);
+        a3 = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*wd++, a3);
+        col++;
+    }
+    s[0] = a0;
+    s[1] = a1;
+    s[2] = a2;
+    s[3] = a3;
+}
+
 /* s += the 1-row column . filter row w. */
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_dot_1x1(const uint32_t *col, const int8_t *w, int32_t depth, int32_t s)
 {
@@ -544,28 +624,25 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_2(const uint32_t *col,
     {
         const int32_t b0 = pockmcu_dsp_bias_at(q, o);
         const int32_t b1 = pockmcu_dsp_bias_at(q, o + 1);
-        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
-        const pockmcu_dsp_channel c1 = pockmcu_dsp_channel_at(q, o + 1, per_channel);
         int32_t s00 = b0, s01 = b1, s10 = b0, s11 = b1;
         pockmcu_dsp_dot_2x2(col, w, w + depth, depth, &s00, &s01, &s10, &s11);
         w += 2 * depth;
-        out[o] = pockmcu_dsp_out(s00, &c0, q, ort_rounding);
-        out[o + 1] = pockmcu_dsp_out(s01, &c1, q, ort_rounding);
-        out[out_stride + o] = pockmcu_dsp_out(s10, &c0, q, ort_rounding);
-        out[out_stride + o + 1] = pockmcu_dsp_out(s11, &c1, q, ort_rounding);
+        out[o] = pockmcu_dsp_out_at(s00, o, q, per_channel, ort_rounding);
+        out[o + 1] = pockmcu_dsp_out_at(s01, o + 1, q, per_channel, ort_rounding);
+        out[out_stride + o] = pockmcu_dsp_out_at(s10, o, q, per_channel, ort_rounding);
+        out[out_stride + o + 1] = pockmcu_dsp_out_at(s11, o + 1, q, per_channel, ort_rounding);
     }
     if (o < out_c)
     {
         const int32_t b0 = pockmcu_dsp_bias_at(q, o);
-        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
         int32_t s0 = b0, s1 = b0;
         pockmcu_dsp_dot_2x1(col, w, depth, &s0, &s1);
-        out[o] = pockmcu_dsp_out(s0, &c0, q, ort_rounding);
-        out[out_stride + o] = pockmcu_dsp_out(s1, &c0, q, ort_rounding);
+        out[o] = pockmcu_dsp_out_at(s0, o, q, per_channel, ort_rounding);
+        out[out_stride + o] = pockmcu_dsp_out_at(s1, o, q, per_channel, ort_rounding);
     }
 }
 
-/* Every output channel of one row (a 1-row column) into out. */
+/* Every output channel of one row (a 1-row column) into out: 4 channels a pass, then 2, then 1. */
 POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
                                            const int8_t *filter,
                                            int32_t depth,
@@ -576,23 +653,35 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
                                            const int32_t ort_rounding)
 {
     const int8_t *w = filter;
-    int32_t o;
-    for (o = 0; o + 2 <= out_c; o += 2)
+    int32_t o, k;
+    for (o = 0; o + 4 <= out_c; o += 4)
     {
-        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
-        const pockmcu_dsp_channel c1 = pockmcu_dsp_channel_at(q, o + 1, per_channel);
+        int32_t s[4];
+        for (k = 0; k < 4; k++)
+        {
+            s[k] = pockmcu_dsp_bias_at(q, o + k);
+        }
+        pockmcu_dsp_dot_1x4(col, w, depth, s);
+        w += 4 * depth;
+        for (k = 0; k < 4; k++)
+        {
+            out[o + k] = pockmcu_dsp_out_at(s[k], o + k, q, per_channel, ort_rounding);
+        }
+    }
+    if (o + 2 <= out_c)
+    {
         int32_t s0 = pockmcu_dsp_bias_at(q, o);
         int32_t s1 = pockmcu_dsp_bias_at(q, o + 1);
         pockmcu_dsp_dot_1x2(col, w, w + depth, depth, &s0, &s1);
         w += 2 * depth;
-        out[o] = pockmcu_dsp_out(s0, &c0, q, ort_rounding);
-        out[o + 1] = pockmcu_dsp_out(s1, &c1, q, ort_rounding);
+        out[o] = pockmcu_dsp_out_at(s0, o, q, per_channel, ort_rounding);
+        out[o + 1] = pockmcu_dsp_out_at(s1, o + 1, q, per_channel, ort_rounding);
+        o += 2;
     }
     if (o < out_c)
     {
-        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
         const int32_t s = pockmcu_dsp_dot_1x1(col, w, depth, pockmcu_dsp_bias_at(q, o));
-        out[o] = pockmcu_dsp_out(s, &c0, q, ort_rounding);
+        out[o] = pockmcu_dsp_out_at(s, o, q, per_channel, ort_rounding);
     }
 }
 

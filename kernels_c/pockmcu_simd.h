@@ -383,4 +383,24 @@ POCKMCU_SIMD_INLINE uint32_t pockmcu_pkhtb_asr16(uint32_t x, uint32_t y)
 #endif
 }
 
+/* An empty statement that makes pointer p depend on value v: loads through p are then scheduled after v is
+ * computed, which keeps GCC from hoisting every load of an unrolled loop (and spilling) ahead of its
+ * multiply-accumulates. No instruction; the portable build ignores it. */
+#if POCKMCU_HAS_DSP && (defined(__GNUC__) || defined(__clang__))
+    #define POCKMCU_ORDER_AFTER(p, v) __asm__("" : "+r"(p) : "r"(v))
+#else
+    #define POCKMCU_ORDER_AFTER(p, v) ((void)0)
+#endif
+
+/* STRD at a constant word offset: lo to p[off], hi to p[off + 1] of a word-aligned p, off + 1 < 128. */
+POCKMCU_SIMD_INLINE void pockmcu_write_u32x2_at(uint32_t *p, const int32_t off, uint32_t lo, uint32_t hi)
+{
+#if POCKMCU_HAS_DSP
+    __asm__("strd %1, %2, [%3, %4]" : "=m"(*(uint32_t(*)[128])p) : "r"(lo), "r"(hi), "r"(p), "n"(off * 4));
+#else
+    p[off] = lo;
+    p[off + 1] = hi;
+#endif
+}
+
 #endif /* POCKMCU_SIMD_H */
