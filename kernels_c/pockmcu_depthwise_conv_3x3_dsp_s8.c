@@ -112,6 +112,40 @@ static int32_t pockmcu_dw3_mod3(int32_t v) { return ((v % 3) + 3) % 3; }
             b0 = pockmcu_smlabb(x0_, w2_, b0);                                                                         \
             b1 = pockmcu_smlabt(x1_, w2_, b1);                                                                         \
         }                                                                                                              \
+        POCKMCU_ORDER_AFTER(xp, b0);                                                                                   \
+        POCKMCU_ORDER_AFTER(wp, b1);                                                                                   \
+    } while (0)
+
+/* Filter row k of three pixels at stride 1 (windows at xp, xp + 12, xp + 24): Q[x], Q[x + 1], Q[x + 2] take two
+ * taps each by SMLAD, Q[x + 2] and Q[x + 3] the third taps; 6 loads and 12 multiply-accumulates for 18 MACs. */
+#define POCKMCU_DW3_TRIPLE_ROW(k)                                                                                      \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        uint32_t w0_, w1_, x0_, x1_, w2_;                                                                              \
+        pockmcu_read_u32x2_at(wp, 3 * (k), &w0_, &w1_);                                                                \
+        pockmcu_read_u32x2_at(xp, 4 * (k), &x0_, &x1_);                                                                \
+        a0 = pockmcu_smlad(x0_, w0_, a0);                                                                              \
+        a1 = pockmcu_smlad(x1_, w1_, a1);                                                                              \
+        POCKMCU_ORDER_AFTER(xp, a1);                                                                                   \
+        pockmcu_read_u32x2_at(xp, 12 + 4 * (k), &x0_, &x1_);                                                           \
+        b0 = pockmcu_smlad(x0_, w0_, b0);                                                                              \
+        b1 = pockmcu_smlad(x1_, w1_, b1);                                                                              \
+        POCKMCU_ORDER_AFTER(xp, b1);                                                                                   \
+        pockmcu_read_u32x2_at(xp, 24 + 4 * (k), &x0_, &x1_);                                                           \
+        c0 = pockmcu_smlad(x0_, w0_, c0);                                                                              \
+        c1 = pockmcu_smlad(x1_, w1_, c1);                                                                              \
+        POCKMCU_ORDER_AFTER(wp, c1);                                                                                   \
+        w2_ = wp[3 * (k) + 2];                                                                                         \
+        a0 = pockmcu_smlabb(x0_, w2_, a0);                                                                             \
+        a1 = pockmcu_smlabt(x1_, w2_, a1);                                                                             \
+        b0 = pockmcu_smlatb(x0_, w2_, b0);                                                                             \
+        b1 = pockmcu_smlatt(x1_, w2_, b1);                                                                             \
+        POCKMCU_ORDER_AFTER(xp, b1);                                                                                   \
+        pockmcu_read_u32x2_at(xp, 36 + 4 * (k), &x0_, &x1_);                                                           \
+        c0 = pockmcu_smlatb(x0_, w2_, c0);                                                                             \
+        c1 = pockmcu_smlatt(x1_, w2_, c1);                                                                             \
+        POCKMCU_ORDER_AFTER(xp, c0);                                                                                   \
+        POCKMCU_ORDER_AFTER(wp, c1);                                                                                   \
     } while (0)
 
 /* Filter row k of a pixel pair at any stride (qb: ring words between the two windows). */
@@ -149,6 +183,54 @@ POCKMCU_LOOPS_INLINE void pockmcu_dw3_line(const uint32_t *xp,
     const int32_t qb = 12 * (S > 0 ? S : sl); /* ring words from a pixel's window to the next pixel's */
     const int32_t *prm = (const int32_t *)wp;
     int32_t i;
+    if (S == 1 && nch == 2) /* three pixels a pass, then a pair and a single pixel as at any stride */
+    {
+        for (; n >= 3; n -= 3)
+        {
+            int32_t a0, a1, b0, b1, c0, c1;
+            {
+                uint32_t u0, u1;
+                pockmcu_read_u32x2_at(wp, POCKMCU_DW3_BIAS, &u0, &u1);
+                a0 = b0 = c0 = (int32_t)u0;
+                a1 = b1 = c1 = (int32_t)u1;
+            }
+            POCKMCU_DW3_TRIPLE_ROW(0);
+            POCKMCU_DW3_TRIPLE_ROW(1);
+            POCKMCU_DW3_TRIPLE_ROW(2);
+            {
+                uint32_t m0, m1, r0, r1, e0, e1;
+                pockmcu_read_u32x2_at(wp, POCKMCU_DW3_MULT, &m0, &m1);
+                pockmcu_read_u32x2_at(wp, POCKMCU_DW3_R, &r0, &r1);
+                pockmcu_read_u32x2_at(wp, POCKMCU_DW3_E, &e0, &e1);
+                POCKMCU_DW3_RQ(a0, (int32_t)m0, (int32_t)r0, (int32_t)e0);
+                POCKMCU_DW3_RQ(b0, (int32_t)m0, (int32_t)r0, (int32_t)e0);
+                POCKMCU_DW3_RQ(c0, (int32_t)m0, (int32_t)r0, (int32_t)e0);
+                POCKMCU_DW3_RQ(a1, (int32_t)m1, (int32_t)r1, (int32_t)e1);
+                POCKMCU_DW3_RQ(b1, (int32_t)m1, (int32_t)r1, (int32_t)e1);
+                POCKMCU_DW3_RQ(c1, (int32_t)m1, (int32_t)r1, (int32_t)e1);
+            }
+            if (clamp)
+            {
+                const uint32_t p = pockmcu_min_s8x4(pockmcu_max_s8x4(pockmcu_pack_s8x4(a0, a1, b0, b1), lo4), hi4);
+                const uint32_t pc = pockmcu_min_s8x4(pockmcu_max_s8x4(pockmcu_pack_s8x2(c0, c1), lo4), hi4);
+                const uint16_t ha = (uint16_t)p, hb = (uint16_t)(p >> 16), hc = (uint16_t)pc;
+                memcpy(out, &ha, 2);
+                memcpy(out + out_step, &hb, 2);
+                memcpy(out + 2 * out_step, &hc, 2);
+            }
+            else
+            {
+                const uint16_t ha = (uint16_t)pockmcu_pack_s8x2(a0, a1);
+                const uint16_t hb = (uint16_t)pockmcu_pack_s8x2(b0, b1);
+                const uint16_t hc = (uint16_t)pockmcu_pack_s8x2(c0, c1);
+                memcpy(out, &ha, 2);
+                memcpy(out + out_step, &hb, 2);
+                memcpy(out + 2 * out_step, &hc, 2);
+            }
+            xp += 36;
+            out += 3 * out_step;
+        }
+    }
     for (i = n >> 1; i > 0; i--)
     {
         int32_t a0, a1, b0, b1;
@@ -364,12 +446,25 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
     uint32_t *buf, *wrot, *ring;
     int32_t b, c, k;
 
-    for (c = 0; ok && c < ch; c++)
+    if (ok) /* B = max |bias| + 9 * 255 * 128 < 2^30, then per channel 1 <= e <= e_max, m >= 0 */
     {
-        const int64_t bc = bias_data != NULL ? (int64_t)bias_data[c] : 0;
-        const int64_t bound = (bc < 0 ? -bc : bc) + 9 * 255 * 128;
-        ok = shift[c] <= -1 && shift[c] >= -31 && mult[c] >= 0 && bound < ((int64_t)1 << 30) &&
-            bound + 3 + ((int64_t)129 << -shift[c]) < ((int64_t)1 << 31);
+        uint32_t max_bias = 0;
+        int64_t bound;
+        int32_t e_max;
+        for (c = 0; bias_data != NULL && c < ch; c++)
+        {
+            const uint32_t bc = bias_data[c] < 0 ? 0u - (uint32_t)bias_data[c] : (uint32_t)bias_data[c];
+            max_bias = bc > max_bias ? bc : max_bias;
+        }
+        bound = (int64_t)max_bias + 9 * 255 * 128;
+        for (e_max = 0; e_max < 31 && bound + 3 + ((int64_t)129 << (e_max + 1)) < ((int64_t)1 << 31); e_max++)
+        {
+        }
+        ok = bound < ((int64_t)1 << 30);
+        for (c = 0; ok && c < ch; c++)
+        {
+            ok = shift[c] <= -1 && -shift[c] <= e_max && mult[c] >= 0;
+        }
     }
     if (!ok)
     {
@@ -462,13 +557,13 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
             for (oy = 0; oy < lines; oy++)
             {
                 const int32_t iy0 = oy * s_ac - pad_ac;
-                const uint32_t *wr = wrot + pockmcu_dw3_mod3(iy0) * 2 * POCKMCU_DW3_BLOCK;
+                const int32_t r0 = pockmcu_dw3_mod3(iy0);
+                const uint32_t *wr = wrot + r0 * 2 * POCKMCU_DW3_BLOCK;
                 int8_t *out = out_batch + oy * out_line + c;
-                int32_t iy;
-                /* the ring: the lines iy0 .. iy0 + 2, each extended once per group */
-                for (iy = iy0; iy < iy0 + 3; iy++)
+                int32_t iy, sl = r0;
+                /* the ring: the lines iy0 .. iy0 + 2 (slots r0, r0 + 1, r0 + 2 mod 3), each extended once per group */
+                for (iy = iy0; iy < iy0 + 3; iy++, sl = sl == 2 ? 0 : sl + 1)
                 {
-                    const int32_t sl = pockmcu_dw3_mod3(iy);
                     uint32_t *d = ring + 4 * sl;
                     if (slot_line[sl] == iy)
                     {

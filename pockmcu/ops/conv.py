@@ -289,7 +289,7 @@ class DepthwiseConv2D(_WindowOp):
         bias = g.t(operand(op, "bias")).data if operand(op, "bias") else None
         bound = (np.abs(bias.astype(np.int64)) if bias is not None else np.zeros(1, np.int64)) + 9 * 255 * 128
         shift = np.asarray(op.prepared.shift, np.int64)
-        fold = bound + 3 + (129 << np.clip(-shift, 0, 31)) < (1 << 31)    # the output offset folded before the shift
+        fold = bound.max() + 3 + (129 << np.clip(-shift, 0, 31)) < (1 << 31)    # the output offset folded in
         return "3x3" if np.all((shift <= -1) & (shift >= -31) & fold) and np.all(bound < (1 << 30)) else ""
 
     def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
