@@ -5,32 +5,53 @@
  * The bytes of arm_depthwise_conv_wrapper_s8 for every input. Built from pockmcu_simd.h, so it also runs on the
  * host and on Cortex-M3, where it computes the same bytes more slowly.
  *
- * How: channels are taken 4 at a time (a group; the last group may hold 1 to 3, its missing lanes have weight 0).
- * For a group the kernel sign-extends, once, each input row the windows need into a scratch ring of 3 rows: per
- * column two words, (x0 + off, x2 + off) and (x1 + off, x3 + off) (SXTAB16 adds the input offset while extending),
- * with zero words for columns and rows outside the image, so every output pixel sees a whole 3x3 window and a
- * skipped tap contributes (x + off) * w = 0, as TFLM's skip does. The 9 taps' weights are extended once per group,
- * doubled (2w fits 16 bits) and stored in the 3 orders the ring's rotation can take, so the tap loop is 9 x
- * (2 loads + SMLABB/SMLATT per channel) with constant offsets. Accumulating 2 * acc saves the left shift of
- * SaturatingRoundingDoublingHighMul: SMMULR(2 acc, m) equals it while |2 acc| < 2^31. The rounding right shift by
- * e >= 1, the output offset and the saturation are ((x - [x < 0]) >> (e - 1) + 1 + 2 out_off) >> 1 saturated
- * (SSAT #8, ASR #1), equal to TFLM's RoundingDivideByPOT(x, e) + out_off clamped to int8; the activation clamp
- * is a byte-wise max / min of the 4 packed outputs.
+ * How: the output is walked line by line, a line being an output row (pixels along x) or, when that costs fewer
+ * instructions (the cost rule of pockmcu_dw3_cost: short rows, as KWS's 5-wide maps), an output column (pixels
+ * along y, the filter transposed); "along" is the direction of the line, "across" the other one. Channels are taken
+ * 4 at a time (a group; the last group may hold 1 to 3, its missing lanes have weight 0). For a group the kernel
+ * extends, once, each input line the windows need into a scratch ring of 3 lines: per column j and channel c the
+ * word Q_c[j] = (x_c[j] + off, x_c[j + 1] + off) of two int16 lanes (SXTAB16 adds the input offset while
+ * extending, PKHBT / PKHTB pair the lanes of neighbouring columns), zero for columns and lines outside the image,
+ * so every output pixel sees a whole 3x3 window and a skipped tap contributes (x + off) * w = 0, as TFLM's skip
+ * does. With the weights of a filter row stored as (w0, w1) per channel and (w2 of channel c, w2 of c + 1), a
+ * filter row of an output pixel at column x is SMLAD(Q_c[x], (w0, w1)) plus SMLABB / SMLABT of Q_c[x + 2]; the
+ * next pixel (stride 1) is SMLAD(Q_c[x + 1], (w0, w1)) plus SMLATB / SMLATT of the same Q_c[x + 2]. Two output
+ * pixels of 2 channels are one pass: 5 loads (LDRD) and 8 multiply-accumulates per filter row for 12 MACs. The
+ * weights are extended once per group, doubled (2w fits 16 bits) and stored in the 3 orders the ring's rotation
+ * can take, so the tap loop has constant offsets.
  *
- * That requantization holds when every channel's shift is <= -1 and |bias| + 9 * 255 * 128 < 2^30 (checked per
- * call; TFLM layers with a total scale below 1/2 meet it). Otherwise, for another filter size, dilation or
- * channel multiplier, or without the scratch (ctx->buf NULL or ctx->size below the query's size), it runs
- * pockmcu_depthwise_conv_dsp_s8 (the general DSP loops, exact too).
+ * Requantization: accumulating 2 * acc saves the left shift of SaturatingRoundingDoublingHighMul: SMMULR(2 acc, m)
+ * equals it while |2 acc| < 2^31. TFLM's RoundingDivideByPOT(x, e), e >= 1, is (x + 2^(e-1) - [x < 0]) >> e, and
+ * [x < 0] = [acc < 0] for m >= 0 whenever it matters (x <= 0 when acc < 0, and x = 0 gives 0 either way); the
+ * output offset adds out_off * 2^e before the shift. So one output is ADD (t = R + (acc >> 31), R = 2^(e-1) +
+ * out_off * 2^e per channel), SMMLAR (x + t), ASR by e and SSAT #8; the activation clamp (when it is not the whole
+ * int8 range) is a byte-wise max / min of 4 packed outputs.
+ *
+ * That holds when every channel's shift is <= -1, its multiplier >= 0, B = |bias| + 9 * 255 * 128 < 2^30 and
+ * B + 3 + 129 * 2^e < 2^31 (checked per call; TFLM layers with a total scale below 1/2 meet it). Otherwise, for
+ * another filter size, dilation or channel multiplier, or without the scratch (ctx->buf NULL or ctx->size below the
+ * query's size), it runs pockmcu_depthwise_conv_dsp_s8 (the general DSP loops, exact too).
  */
 #include "pockmcu_dw_dsp_loops.h"
 
-#define POCKMCU_DW3_WROT_WORDS 54 /* 3 rotations x 9 taps x 2 words */
-#define POCKMCU_DW3_PRM_WORDS 12  /* 2 * bias, then (multiplier, e - 1) per lane */
+#define POCKMCU_DW3_WROT_WORDS 102 /* 3 rotations x 2 channel pairs x 17 words (pockmcu_dw3_line) */
 
-/* Words of scratch for an output width and stride (without the alignment slack). */
-static int32_t pockmcu_dw3_words(int32_t out_w, int32_t stride_w)
+/* Ring columns of a line of n output pixels at stride s. */
+static int32_t pockmcu_dw3_cols(int32_t n, int32_t s) { return (n - 1) * s + 3; }
+
+/* Words of scratch (without the alignment slack): the larger ring of the two orientations. */
+static int32_t pockmcu_dw3_words(int32_t out_h, int32_t out_w, int32_t stride_h, int32_t stride_w)
 {
-    return POCKMCU_DW3_WROT_WORDS + POCKMCU_DW3_PRM_WORDS + 6 * ((out_w - 1) * stride_w + 3);
+    const int32_t a = pockmcu_dw3_cols(out_w, stride_w), b = pockmcu_dw3_cols(out_h, stride_h);
+    return POCKMCU_DW3_WROT_WORDS + 12 * (a > b ? a : b);
+}
+
+/* The cost rule (instructions per group, roughly): per line the ring fill of min(stride, 3) new input lines of
+ * 12 instructions a column, a line's overhead, and an odd last pixel; the pixels' own work is the same both ways. */
+static int32_t pockmcu_dw3_cost(int32_t lines, int32_t len, int32_t s_along, int32_t s_across)
+{
+    const int32_t fills = s_across < 3 ? s_across : 3;
+    return lines * (fills * 12 * pockmcu_dw3_cols(len, s_along) + 80 + 20 * (len & 1));
 }
 
 /* 1 to 4 int8 from p as one word, missing lanes 0. */
@@ -51,72 +72,337 @@ static uint32_t pockmcu_dw3_gather(const int8_t *p, int32_t n)
 
 static int32_t pockmcu_dw3_mod3(int32_t v) { return ((v % 3) + 3) % 3; }
 
-/* One tap of 4 channels: the ring's two words at word offset xo, the weights' two at wo. */
-#define POCKMCU_DW3_TAP(xo, wo)                                                                                        \
+/* One output's requantization: 2 acc in, the saturated output (offset added) out. */
+#define POCKMCU_DW3_RQ(a, m, r, e) a = pockmcu_ssat8(pockmcu_smmlar(a, m, (r) + ((a) >> 31)) >> (e))
+
+/* The words of one (rotation, channel pair) block of wp: per filter row k the words (w0, w1) of the pair's two
+ * channels and (w2 of the first, w2 of the second) at 3k; then 2 bias, 2 multiplier, 2 R, 2 e. */
+#define POCKMCU_DW3_BLOCK 17
+#define POCKMCU_DW3_BIAS 9
+#define POCKMCU_DW3_MULT 11
+#define POCKMCU_DW3_R 13
+#define POCKMCU_DW3_E 15
+
+/* Filter row k of a pixel pair at stride S (1 or 2): the pair's window at xp (ring slot k at xp + 4k). */
+#define POCKMCU_DW3_PAIR_ROW(k, S)                                                                                     \
     do                                                                                                                 \
     {                                                                                                                  \
-        const uint32_t x02_ = xp[(xo)], x13_ = xp[(xo) + 1];                                                           \
-        const uint32_t w02_ = wr[(wo)], w13_ = wr[(wo) + 1];                                                           \
-        a0 = pockmcu_smlabb(x02_, w02_, a0);                                                                           \
-        a2 = pockmcu_smlatt(x02_, w02_, a2);                                                                           \
-        a1 = pockmcu_smlabb(x13_, w13_, a1);                                                                           \
-        a3 = pockmcu_smlatt(x13_, w13_, a3);                                                                           \
+        uint32_t w0_, w1_, x0_, x1_, y0_, y1_, w2_;                                                                    \
+        pockmcu_read_u32x2_at(wp, 3 * (k), &w0_, &w1_);                                                                \
+        pockmcu_read_u32x2_at(xp, 4 * (k), &x0_, &x1_);                                                                \
+        a0 = pockmcu_smlad(x0_, w0_, a0);                                                                              \
+        a1 = pockmcu_smlad(x1_, w1_, a1);                                                                              \
+        pockmcu_read_u32x2_at(xp, 12 * (S) + 4 * (k), &y0_, &y1_);                                                     \
+        b0 = pockmcu_smlad(y0_, w0_, b0);                                                                              \
+        b1 = pockmcu_smlad(y1_, w1_, b1);                                                                              \
+        w2_ = wp[3 * (k) + 2];                                                                                         \
+        if ((S) == 1)                                                                                                  \
+        {                                                                                                              \
+            pockmcu_read_u32x2_at(xp, 24 + 4 * (k), &x0_, &x1_);                                                       \
+            a0 = pockmcu_smlabb(x0_, w2_, a0);                                                                         \
+            a1 = pockmcu_smlabt(x1_, w2_, a1);                                                                         \
+            b0 = pockmcu_smlatb(x0_, w2_, b0);                                                                         \
+            b1 = pockmcu_smlatt(x1_, w2_, b1);                                                                         \
+        }                                                                                                              \
+        else                                                                                                           \
+        {                                                                                                              \
+            a0 = pockmcu_smlabb(y0_, w2_, a0);                                                                         \
+            a1 = pockmcu_smlabt(y1_, w2_, a1);                                                                         \
+            pockmcu_read_u32x2_at(xp, 48 + 4 * (k), &x0_, &x1_);                                                       \
+            b0 = pockmcu_smlabb(x0_, w2_, b0);                                                                         \
+            b1 = pockmcu_smlabt(x1_, w2_, b1);                                                                         \
+        }                                                                                                              \
+        POCKMCU_ORDER_AFTER(xp, b0);                                                                                   \
+        POCKMCU_ORDER_AFTER(wp, b1);                                                                                   \
     } while (0)
 
-/* The requantization of one lane: 2 acc in, the saturated output (offset added) out. */
-#define POCKMCU_DW3_RQ(a, k)                                                                                           \
+/* Filter row k of three pixels at stride 1 (windows at xp, xp + 12, xp + 24): Q[x], Q[x + 1], Q[x + 2] take two
+ * taps each by SMLAD, Q[x + 2] and Q[x + 3] the third taps; 6 loads and 12 multiply-accumulates for 18 MACs. */
+#define POCKMCU_DW3_TRIPLE_ROW(k)                                                                                      \
     do                                                                                                                 \
     {                                                                                                                  \
-        const int32_t x_ = pockmcu_smmulr(a, prm[4 + 2 * (k)]);                                                        \
-        a = pockmcu_ssat8_asr1(((x_ + (x_ >> 31)) >> prm[5 + 2 * (k)]) + k_out);                                       \
+        uint32_t w0_, w1_, x0_, x1_, w2_;                                                                              \
+        pockmcu_read_u32x2_at(wp, 3 * (k), &w0_, &w1_);                                                                \
+        pockmcu_read_u32x2_at(xp, 4 * (k), &x0_, &x1_);                                                                \
+        a0 = pockmcu_smlad(x0_, w0_, a0);                                                                              \
+        a1 = pockmcu_smlad(x1_, w1_, a1);                                                                              \
+        POCKMCU_ORDER_AFTER(xp, a1);                                                                                   \
+        pockmcu_read_u32x2_at(xp, 12 + 4 * (k), &x0_, &x1_);                                                           \
+        b0 = pockmcu_smlad(x0_, w0_, b0);                                                                              \
+        b1 = pockmcu_smlad(x1_, w1_, b1);                                                                              \
+        POCKMCU_ORDER_AFTER(xp, b1);                                                                                   \
+        pockmcu_read_u32x2_at(xp, 24 + 4 * (k), &x0_, &x1_);                                                           \
+        c0 = pockmcu_smlad(x0_, w0_, c0);                                                                              \
+        c1 = pockmcu_smlad(x1_, w1_, c1);                                                                              \
+        POCKMCU_ORDER_AFTER(wp, c1);                                                                                   \
+        w2_ = wp[3 * (k) + 2];                                                                                         \
+        a0 = pockmcu_smlabb(x0_, w2_, a0);                                                                             \
+        a1 = pockmcu_smlabt(x1_, w2_, a1);                                                                             \
+        b0 = pockmcu_smlatb(x0_, w2_, b0);                                                                             \
+        b1 = pockmcu_smlatt(x1_, w2_, b1);                                                                             \
+        POCKMCU_ORDER_AFTER(xp, b1);                                                                                   \
+        pockmcu_read_u32x2_at(xp, 36 + 4 * (k), &x0_, &x1_);                                                           \
+        c0 = pockmcu_smlatb(x0_, w2_, c0);                                                                             \
+        c1 = pockmcu_smlatt(x1_, w2_, c1);                                                                             \
+        POCKMCU_ORDER_AFTER(xp, c0);                                                                                   \
+        POCKMCU_ORDER_AFTER(wp, c1);                                                                                   \
     } while (0)
 
-/* A row of n output pixels of one group: xp the ring at the first window's column, wr the weights in the
- * ring's order, x_step the ring words between windows, nc a constant where inlined. */
-POCKMCU_LOOPS_INLINE void pockmcu_dw3_row(const uint32_t *xp,
-                                          const uint32_t *wr,
-                                          const int32_t *prm,
-                                          int8_t *out,
-                                          int32_t n,
-                                          int32_t x_step,
-                                          int32_t out_step,
-                                          int32_t k_out,
-                                          uint32_t lo4,
-                                          uint32_t hi4,
-                                          int32_t nc)
+/* Filter row k of a pixel pair at any stride (qb: ring words between the two windows). */
+#define POCKMCU_DW3_PAIR_ROW_ANY(k)                                                                                    \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        const uint32_t *q_ = xp + 4 * (k);                                                                             \
+        const uint32_t w0_ = wp[3 * (k)], w1_ = wp[3 * (k) + 1], w2_ = wp[3 * (k) + 2];                                \
+        a0 = pockmcu_smlad(q_[0], w0_, a0);                                                                            \
+        a1 = pockmcu_smlad(q_[1], w1_, a1);                                                                            \
+        b0 = pockmcu_smlad(q_[qb], w0_, b0);                                                                           \
+        b1 = pockmcu_smlad(q_[qb + 1], w1_, b1);                                                                       \
+        a0 = pockmcu_smlabb(q_[24], w2_, a0);                                                                          \
+        a1 = pockmcu_smlabt(q_[25], w2_, a1);                                                                          \
+        b0 = pockmcu_smlabb(q_[qb + 24], w2_, b0);                                                                     \
+        b1 = pockmcu_smlabt(q_[qb + 25], w2_, b1);                                                                     \
+    } while (0)
+
+/* A line of n output pixels of one channel pair: xp the ring at the first window's column and the pair's first
+ * channel, wp the pair's block (weights in the ring's order, parameters), sl the stride along the line (S: 1 or 2
+ * as a constant, 0: read sl), out_step the bytes between output pixels, clamp whether to apply lo4 / hi4, nch the
+ * channels of the pair to store (1 or 2). */
+POCKMCU_LOOPS_INLINE void pockmcu_dw3_line(const uint32_t *xp,
+                                           const uint32_t *wp,
+                                           int8_t *out,
+                                           int32_t n,
+                                           int32_t sl,
+                                           int32_t out_step,
+                                           uint32_t lo4,
+                                           uint32_t hi4,
+                                           const int32_t S,
+                                           const int32_t clamp,
+                                           const int32_t nch)
 {
-    int32_t i, k;
-    for (i = 0; i < n; i++, xp += x_step, out += out_step)
+    const int32_t qb = 12 * (S > 0 ? S : sl); /* ring words from a pixel's window to the next pixel's */
+    const int32_t *prm = (const int32_t *)wp;
+    int32_t i;
+    if (S == 1 && nch == 2) /* three pixels a pass, then a pair and a single pixel as at any stride */
     {
-        int32_t a0 = prm[0], a1 = prm[1], a2 = prm[2], a3 = prm[3];
-        uint32_t packed;
-        /* ring word offset (kx * 6 + s * 2), weight offset ((s * 3 + kx) * 2) for slot s, column kx */
-        POCKMCU_DW3_TAP(0, 0);
-        POCKMCU_DW3_TAP(6, 2);
-        POCKMCU_DW3_TAP(12, 4);
-        POCKMCU_DW3_TAP(2, 6);
-        POCKMCU_DW3_TAP(8, 8);
-        POCKMCU_DW3_TAP(14, 10);
-        POCKMCU_DW3_TAP(4, 12);
-        POCKMCU_DW3_TAP(10, 14);
-        POCKMCU_DW3_TAP(16, 16);
-        POCKMCU_DW3_RQ(a0, 0);
-        POCKMCU_DW3_RQ(a1, 1);
-        POCKMCU_DW3_RQ(a2, 2);
-        POCKMCU_DW3_RQ(a3, 3);
-        packed = pockmcu_pack_s8x4(a0, a1, a2, a3);
-        packed = pockmcu_min_s8x4(pockmcu_max_s8x4(packed, lo4), hi4);
-        if (nc == 4)
+        for (; n >= 3; n -= 3)
         {
-            memcpy(out, &packed, 4);
+            int32_t a0, a1, b0, b1, c0, c1;
+            {
+                uint32_t u0, u1;
+                pockmcu_read_u32x2_at(wp, POCKMCU_DW3_BIAS, &u0, &u1);
+                a0 = b0 = c0 = (int32_t)u0;
+                a1 = b1 = c1 = (int32_t)u1;
+            }
+            POCKMCU_DW3_TRIPLE_ROW(0);
+            POCKMCU_DW3_TRIPLE_ROW(1);
+            POCKMCU_DW3_TRIPLE_ROW(2);
+            {
+                uint32_t m0, m1, r0, r1, e0, e1;
+                pockmcu_read_u32x2_at(wp, POCKMCU_DW3_MULT, &m0, &m1);
+                pockmcu_read_u32x2_at(wp, POCKMCU_DW3_R, &r0, &r1);
+                pockmcu_read_u32x2_at(wp, POCKMCU_DW3_E, &e0, &e1);
+                POCKMCU_DW3_RQ(a0, (int32_t)m0, (int32_t)r0, (int32_t)e0);
+                POCKMCU_DW3_RQ(b0, (int32_t)m0, (int32_t)r0, (int32_t)e0);
+                POCKMCU_DW3_RQ(c0, (int32_t)m0, (int32_t)r0, (int32_t)e0);
+                POCKMCU_DW3_RQ(a1, (int32_t)m1, (int32_t)r1, (int32_t)e1);
+                POCKMCU_DW3_RQ(b1, (int32_t)m1, (int32_t)r1, (int32_t)e1);
+                POCKMCU_DW3_RQ(c1, (int32_t)m1, (int32_t)r1, (int32_t)e1);
+            }
+            if (clamp)
+            {
+                const uint32_t p = pockmcu_min_s8x4(pockmcu_max_s8x4(pockmcu_pack_s8x4(a0, a1, b0, b1), lo4), hi4);
+                const uint32_t pc = pockmcu_min_s8x4(pockmcu_max_s8x4(pockmcu_pack_s8x2(c0, c1), lo4), hi4);
+                const uint16_t ha = (uint16_t)p, hb = (uint16_t)(p >> 16), hc = (uint16_t)pc;
+                memcpy(out, &ha, 2);
+                memcpy(out + out_step, &hb, 2);
+                memcpy(out + 2 * out_step, &hc, 2);
+            }
+            else
+            {
+                const uint16_t ha = (uint16_t)pockmcu_pack_s8x2(a0, a1);
+                const uint16_t hb = (uint16_t)pockmcu_pack_s8x2(b0, b1);
+                const uint16_t hc = (uint16_t)pockmcu_pack_s8x2(c0, c1);
+                memcpy(out, &ha, 2);
+                memcpy(out + out_step, &hb, 2);
+                memcpy(out + 2 * out_step, &hc, 2);
+            }
+            xp += 36;
+            out += 3 * out_step;
+        }
+    }
+    for (i = n >> 1; i > 0; i--)
+    {
+        int32_t a0, a1, b0, b1;
+        {
+            uint32_t u0, u1;
+            pockmcu_read_u32x2_at(wp, POCKMCU_DW3_BIAS, &u0, &u1);
+            a0 = b0 = (int32_t)u0;
+            a1 = b1 = (int32_t)u1;
+        }
+        if (S > 0)
+        {
+            POCKMCU_DW3_PAIR_ROW(0, S);
+            POCKMCU_DW3_PAIR_ROW(1, S);
+            POCKMCU_DW3_PAIR_ROW(2, S);
         }
         else
         {
-            for (k = 0; k < nc; k++)
+            POCKMCU_DW3_PAIR_ROW_ANY(0);
+            POCKMCU_DW3_PAIR_ROW_ANY(1);
+            POCKMCU_DW3_PAIR_ROW_ANY(2);
+        }
+        {
+            uint32_t m0, m1, r0, r1, e0, e1;
+            pockmcu_read_u32x2_at(wp, POCKMCU_DW3_MULT, &m0, &m1);
+            pockmcu_read_u32x2_at(wp, POCKMCU_DW3_R, &r0, &r1);
+            pockmcu_read_u32x2_at(wp, POCKMCU_DW3_E, &e0, &e1);
+            POCKMCU_DW3_RQ(a0, (int32_t)m0, (int32_t)r0, (int32_t)e0);
+            POCKMCU_DW3_RQ(b0, (int32_t)m0, (int32_t)r0, (int32_t)e0);
+            POCKMCU_DW3_RQ(a1, (int32_t)m1, (int32_t)r1, (int32_t)e1);
+            POCKMCU_DW3_RQ(b1, (int32_t)m1, (int32_t)r1, (int32_t)e1);
+        }
+        if (clamp)
+        {
+            const uint32_t packed = pockmcu_min_s8x4(pockmcu_max_s8x4(pockmcu_pack_s8x4(a0, a1, b0, b1), lo4), hi4);
+            if (nch == 2)
             {
-                out[k] = (int8_t)(uint8_t)(packed >> (8 * k));
+                const uint16_t ha = (uint16_t)packed, hb = (uint16_t)(packed >> 16);
+                memcpy(out, &ha, 2);
+                memcpy(out + out_step, &hb, 2);
+            }
+            else
+            {
+                out[0] = (int8_t)(uint8_t)packed;
+                out[out_step] = (int8_t)(uint8_t)(packed >> 16);
             }
         }
+        else if (nch == 2)
+        {
+            const uint16_t ha = (uint16_t)pockmcu_pack_s8x2(a0, a1);
+            const uint16_t hb = (uint16_t)pockmcu_pack_s8x2(b0, b1);
+            memcpy(out, &ha, 2);
+            memcpy(out + out_step, &hb, 2);
+        }
+        else
+        {
+            out[0] = (int8_t)a0;
+            out[out_step] = (int8_t)b0;
+        }
+        xp += 2 * qb;
+        out += 2 * out_step;
+    }
+    if (n & 1)
+    {
+        int32_t a0 = prm[POCKMCU_DW3_BIAS], a1 = prm[POCKMCU_DW3_BIAS + 1];
+        int32_t k;
+        for (k = 0; k < 3; k++)
+        {
+            const uint32_t *q = xp + 4 * k;
+            const uint32_t w0 = wp[3 * k], w1 = wp[3 * k + 1], w2 = wp[3 * k + 2];
+            a0 = pockmcu_smlad(q[0], w0, a0);
+            a1 = pockmcu_smlad(q[1], w1, a1);
+            a0 = pockmcu_smlabb(q[24], w2, a0);
+            a1 = pockmcu_smlabt(q[25], w2, a1);
+        }
+        POCKMCU_DW3_RQ(a0, prm[POCKMCU_DW3_MULT], prm[POCKMCU_DW3_R], prm[POCKMCU_DW3_E]);
+        POCKMCU_DW3_RQ(a1, prm[POCKMCU_DW3_MULT + 1], prm[POCKMCU_DW3_R + 1], prm[POCKMCU_DW3_E + 1]);
+        if (clamp)
+        {
+            const uint32_t packed = pockmcu_min_s8x4(pockmcu_max_s8x4(pockmcu_pack_s8x4(a0, a1, 0, 0), lo4), hi4);
+            a0 = (int32_t)packed;
+            a1 = (int32_t)(packed >> 8);
+        }
+        out[0] = (int8_t)a0;
+        if (nch == 2)
+        {
+            out[1] = (int8_t)a1;
+        }
+    }
+}
+
+/* Q words of one ring column (d + off) from the extended words of columns j (p02, p13) and j + 1 (c02, c13). */
+#define POCKMCU_DW3_STORE_Q(d, off, p02, p13, c02, c13)                                                                \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        pockmcu_write_u32x2_at((d), (off), pockmcu_pkhbt_lsl16((p02), (c02)), pockmcu_pkhbt_lsl16((p13), (c13)));      \
+        pockmcu_write_u32x2_at((d), (off) + 2, pockmcu_pkhtb_asr16((c02), (p02)), pockmcu_pkhtb_asr16((c13), (p13)));  \
+    } while (0)
+
+/* One input line into a ring slot d (stride 12 words a column): ncol columns, column j at input position
+ * j - pad (ip: the group's first channel of input position x_lo - pad, step bytes between positions), in the
+ * image for j in [x_lo, x_hi). */
+static void pockmcu_dw3_fill(uint32_t *d,
+                             const int8_t *ip,
+                             int32_t step,
+                             int32_t ncol,
+                             int32_t x_lo,
+                             int32_t x_hi,
+                             int32_t nc,
+                             uint32_t off2)
+{
+    uint32_t p02 = 0, p13 = 0;
+    int32_t j;
+    /* column j's Q is written when column j + 1 is known: p holds column j - 1 at the top of each loop */
+    if (x_lo == 0 && x_hi > 0)
+    {
+        const uint32_t xv = pockmcu_dw3_gather(ip, nc);
+        p02 = pockmcu_sxtab16(off2, xv);
+        p13 = pockmcu_sxtab16_ror8(off2, xv);
+        ip += step;
+        j = 1;
+    }
+    else
+    {
+        for (j = 1; j < x_lo && j <= ncol; j++, d += 12)
+        {
+            d[0] = d[1] = d[2] = d[3] = 0;
+        }
+    }
+    if (nc == 4)
+    {
+        for (; j + 1 < x_hi; j += 2, d += 24, ip += 2 * step) /* two columns a pass: no register moves */
+        {
+            const uint32_t xa = pockmcu_read_s8x4(ip), xb = pockmcu_read_s8x4(ip + step);
+            const uint32_t a02 = pockmcu_sxtab16(off2, xa), a13 = pockmcu_sxtab16_ror8(off2, xa);
+            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, a02, a13);
+            p02 = pockmcu_sxtab16(off2, xb);
+            p13 = pockmcu_sxtab16_ror8(off2, xb);
+            POCKMCU_DW3_STORE_Q(d, 12, a02, a13, p02, p13);
+        }
+        if (j < x_hi)
+        {
+            const uint32_t xv = pockmcu_read_s8x4(ip);
+            const uint32_t c02 = pockmcu_sxtab16(off2, xv);
+            const uint32_t c13 = pockmcu_sxtab16_ror8(off2, xv);
+            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
+            p02 = c02;
+            p13 = c13;
+            j++;
+            d += 12;
+        }
+    }
+    else
+    {
+        for (; j < x_hi; j++, d += 12, ip += step)
+        {
+            const uint32_t xv = pockmcu_dw3_gather(ip, nc);
+            const uint32_t c02 = pockmcu_sxtab16(off2, xv);
+            const uint32_t c13 = pockmcu_sxtab16_ror8(off2, xv);
+            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
+            p02 = c02;
+            p13 = c13;
+        }
+    }
+    if (j <= ncol)
+    {
+        POCKMCU_DW3_STORE_Q(d, 0, p02, p13, 0u, 0u);
+        d += 12;
+        j++;
+    }
+    for (; j <= ncol; j++, d += 12)
+    {
+        d[0] = d[1] = d[2] = d[3] = 0;
     }
 }
 
@@ -140,29 +426,45 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
     const int32_t out_w = output_dims->w;
     const int32_t stride_h = dw_conv_params->stride.h;
     const int32_t stride_w = dw_conv_params->stride.w;
-    const int32_t pad_h = dw_conv_params->padding.h;
-    const int32_t pad_w = dw_conv_params->padding.w;
     const int32_t in_off = dw_conv_params->input_offset;
+    const int32_t out_off = dw_conv_params->output_offset;
     const int32_t act_min = dw_conv_params->activation.min;
     const int32_t act_max = dw_conv_params->activation.max;
     const int32_t *mult = quant_params->multiplier;
     const int32_t *shift = quant_params->shift;
     const uint32_t off2 = ((uint32_t)in_off & 0xFFFFu) | ((uint32_t)in_off << 16);
-    const int32_t k_out = 1 + 2 * dw_conv_params->output_offset;
     const uint32_t lo4 = (uint32_t)(uint8_t)act_min * 0x01010101u;
     const uint32_t hi4 = (uint32_t)(uint8_t)act_max * 0x01010101u;
-    const int32_t pw = (out_w - 1) * stride_w + 3;
+    const int32_t clamp = act_min > -128 || act_max < 127;
     int32_t ok = dw_conv_params->ch_mult == 1 && output_dims->c == ch && filter_dims->h == 3 && filter_dims->w == 3 &&
         dw_conv_params->dilation.h == 1 && dw_conv_params->dilation.w == 1 && stride_h >= 1 && stride_w >= 1 &&
-        out_w >= 1 && ctx != NULL && ctx->buf != NULL && ctx->size >= 4 * pockmcu_dw3_words(out_w, stride_w) + 4;
-    uint32_t *buf, *wrot, *cols;
-    int32_t *prm;
+        out_w >= 1 && out_h >= 1 && ctx != NULL && ctx->buf != NULL &&
+        ctx->size >= 4 * pockmcu_dw3_words(out_h, out_w, stride_h, stride_w) + 4;
+    /* the geometry of a line: transposed, lines are output columns */
+    int32_t tr, lines, len, s_al, s_ac, pad_al, pad_ac, in_len, in_lines, in_step, in_line_step, out_step, out_line;
+    int32_t ncol;
+    uint32_t *buf, *wrot, *ring;
     int32_t b, c, k;
 
-    for (c = 0; ok && c < ch; c++)
+    if (ok) /* B = max |bias| + 9 * 255 * 128 < 2^30, then per channel 1 <= e <= e_max, m >= 0 */
     {
-        const int64_t bc = bias_data != NULL ? (int64_t)bias_data[c] : 0;
-        ok = shift[c] <= -1 && (bc < 0 ? -bc : bc) + 9 * 255 * 128 < ((int64_t)1 << 30);
+        uint32_t max_bias = 0;
+        int64_t bound;
+        int32_t e_max;
+        for (c = 0; bias_data != NULL && c < ch; c++)
+        {
+            const uint32_t bc = bias_data[c] < 0 ? 0u - (uint32_t)bias_data[c] : (uint32_t)bias_data[c];
+            max_bias = bc > max_bias ? bc : max_bias;
+        }
+        bound = (int64_t)max_bias + 9 * 255 * 128;
+        for (e_max = 0; e_max < 31 && bound + 3 + ((int64_t)129 << (e_max + 1)) < ((int64_t)1 << 31); e_max++)
+        {
+        }
+        ok = bound < ((int64_t)1 << 30);
+        for (c = 0; ok && c < ch; c++)
+        {
+            ok = shift[c] <= -1 && -shift[c] <= e_max && mult[c] >= 0;
+        }
     }
     if (!ok)
     {
@@ -179,10 +481,24 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
                                              output_data);
     }
     (void)bias_dims;
+    tr = pockmcu_dw3_cost(out_w, out_h, stride_h, stride_w) < pockmcu_dw3_cost(out_h, out_w, stride_w, stride_h);
+    lines = tr ? out_w : out_h;
+    len = tr ? out_h : out_w;
+    s_al = tr ? stride_h : stride_w;
+    s_ac = tr ? stride_w : stride_h;
+    pad_al = tr ? dw_conv_params->padding.h : dw_conv_params->padding.w;
+    pad_ac = tr ? dw_conv_params->padding.w : dw_conv_params->padding.h;
+    in_len = tr ? in_h : in_w;
+    in_lines = tr ? in_w : in_h;
+    in_step = tr ? in_w * ch : ch;
+    in_line_step = tr ? ch : in_w * ch;
+    out_step = tr ? out_w * ch : ch;
+    out_line = tr ? ch : out_w * ch;
+    ncol = pockmcu_dw3_cols(len, s_al);
+
     buf = (uint32_t *)(((uintptr_t)ctx->buf + 3u) & ~(uintptr_t)3u);
     wrot = buf;
-    prm = (int32_t *)(buf + POCKMCU_DW3_WROT_WORDS);
-    cols = buf + POCKMCU_DW3_WROT_WORDS + POCKMCU_DW3_PRM_WORDS;
+    ring = buf + POCKMCU_DW3_WROT_WORDS;
 
     for (b = 0; b < batches; b++)
     {
@@ -191,97 +507,148 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
         for (c = 0; c < ch; c += 4)
         {
             const int32_t nc = ch - c < 4 ? ch - c : 4;
-            const int32_t x_lo = pad_w < pw ? pad_w : pw;
-            const int32_t x_hi = pad_w + in_w < pw ? pad_w + in_w : pw;
-            int32_t slot_row[3];
-            int32_t oy, tap;
-            /* the weights: extended, doubled, in the order of each ring rotation r (row ky in slot (r + ky) % 3) */
-            for (tap = 0; tap < 9; tap++)
+            const int32_t x_lo = pad_al < ncol ? pad_al : ncol;
+            const int32_t x_hi = pad_al + in_len < ncol ? pad_al + in_len : ncol;
+            int32_t slot_line[3];
+            int32_t oy, r, h, s;
+            uint32_t w02[9], w13[9];
+            /* the weights: extended, doubled ((w0, w2) and (w1, w3) of each tap), then for each ring rotation r
+             * (filter row ky in slot (r + ky) % 3) and channel pair h the words of pockmcu_dw3_line */
+            for (s = 0; s < 9; s++)
             {
-                const uint32_t wv = pockmcu_dw3_gather(filter_data + tap * ch + c, nc);
-                const uint32_t w02 = pockmcu_sxtb16(wv);
-                const uint32_t w13 = pockmcu_sxtb16_ror8(wv);
-                const int32_t ky = tap / 3, kx = tap % 3;
-                int32_t r;
-                for (r = 0; r < 3; r++)
+                const uint32_t wv = pockmcu_dw3_gather(filter_data + s * ch + c, nc);
+                const uint32_t e02 = pockmcu_sxtb16(wv), e13 = pockmcu_sxtb16_ror8(wv);
+                w02[s] = pockmcu_sadd16(e02, e02);
+                w13[s] = pockmcu_sadd16(e13, e13);
+            }
+            for (r = 0; r < 3; r++)
+            {
+                uint32_t *d0 = wrot + 2 * r * POCKMCU_DW3_BLOCK, *d1 = d0 + POCKMCU_DW3_BLOCK;
+                for (s = 0; s < 3; s++, d0 += 3, d1 += 3)
                 {
-                    uint32_t *d = wrot + r * 18 + (((r + ky) % 3) * 3 + kx) * 2;
-                    d[0] = pockmcu_sadd16(w02, w02);
-                    d[1] = pockmcu_sadd16(w13, w13);
+                    const int32_t ky = s >= r ? s - r : s - r + 3;
+                    const int32_t t0 = tr ? ky : 3 * ky, dt = tr ? 3 : 1; /* taps (ky, 0), (ky, 1), (ky, 2) */
+                    const int32_t t1 = t0 + dt, t2 = t0 + 2 * dt;
+                    d0[0] = pockmcu_pkhbt_lsl16(w02[t0], w02[t1]);
+                    d0[1] = pockmcu_pkhbt_lsl16(w13[t0], w13[t1]);
+                    d0[2] = pockmcu_pkhbt_lsl16(w02[t2], w13[t2]);
+                    d1[0] = pockmcu_pkhtb_asr16(w02[t1], w02[t0]);
+                    d1[1] = pockmcu_pkhtb_asr16(w13[t1], w13[t0]);
+                    d1[2] = pockmcu_pkhtb_asr16(w13[t2], w02[t2]);
                 }
             }
-            for (k = 0; k < 4; k++)
+            for (k = 0; k < 4; k++) /* the parameters, in each rotation's block */
             {
-                prm[k] = k < nc && bias_data != NULL ? 2 * bias_data[c + k] : 0;
-                prm[4 + 2 * k] = k < nc ? mult[c + k] : 0;
-                prm[5 + 2 * k] = k < nc ? -shift[c + k] - 1 : 0;
-            }
-            slot_row[0] = slot_row[1] = slot_row[2] = INT32_MIN;
-
-            for (oy = 0; oy < out_h; oy++)
-            {
-                const int32_t iy0 = oy * stride_h - pad_h;
-                const uint32_t *wr = wrot + pockmcu_dw3_mod3(iy0) * 18;
-                const uint32_t *xp = cols;
-                int8_t *out = out_batch + oy * out_w * ch + c;
-                int32_t iy;
-                /* the ring: the rows iy0 .. iy0 + 2, each extended once per group */
-                for (iy = iy0; iy < iy0 + 3; iy++)
+                const int32_t e = k < nc ? -shift[c + k] : 1;
+                const int32_t bk = k < nc && bias_data != NULL ? 2 * bias_data[c + k] : 0;
+                const int32_t mk = k < nc ? mult[c + k] : 0;
+                const int32_t rk = (int32_t)(((uint32_t)1 << (e - 1)) + (uint32_t)out_off * ((uint32_t)1 << e));
+                int32_t *p = (int32_t *)wrot + (k >> 1) * POCKMCU_DW3_BLOCK + (k & 1);
+                for (r = 0; r < 3; r++, p += 2 * POCKMCU_DW3_BLOCK)
                 {
-                    const int32_t s = pockmcu_dw3_mod3(iy);
-                    uint32_t *d = cols + 2 * s;
-                    int32_t pc;
-                    if (slot_row[s] == iy)
+                    p[POCKMCU_DW3_BIAS] = bk;
+                    p[POCKMCU_DW3_MULT] = mk;
+                    p[POCKMCU_DW3_R] = rk;
+                    p[POCKMCU_DW3_E] = e;
+                }
+            }
+            slot_line[0] = slot_line[1] = slot_line[2] = INT32_MIN;
+
+            for (oy = 0; oy < lines; oy++)
+            {
+                const int32_t iy0 = oy * s_ac - pad_ac;
+                const int32_t r0 = pockmcu_dw3_mod3(iy0);
+                const uint32_t *wr = wrot + r0 * 2 * POCKMCU_DW3_BLOCK;
+                int8_t *out = out_batch + oy * out_line + c;
+                int32_t iy, sl = r0;
+                /* the ring: the lines iy0 .. iy0 + 2 (slots r0, r0 + 1, r0 + 2 mod 3), each extended once per group */
+                for (iy = iy0; iy < iy0 + 3; iy++, sl = sl == 2 ? 0 : sl + 1)
+                {
+                    uint32_t *d = ring + 4 * sl;
+                    if (slot_line[sl] == iy)
                     {
                         continue;
                     }
-                    slot_row[s] = iy;
-                    if (iy < 0 || iy >= in_h)
+                    slot_line[sl] = iy;
+                    if (iy < 0 || iy >= in_lines)
                     {
-                        for (pc = 0; pc < pw; pc++, d += 6)
+                        int32_t j;
+                        for (j = 0; j < ncol; j++, d += 12)
                         {
-                            d[0] = d[1] = 0;
+                            d[0] = d[1] = d[2] = d[3] = 0;
                         }
                         continue;
                     }
-                    for (pc = 0; pc < x_lo; pc++, d += 6)
-                    {
-                        d[0] = d[1] = 0;
-                    }
-                    {
-                        const int8_t *ip = in_batch + (iy * in_w + (x_lo - pad_w)) * ch + c;
-                        if (nc == 4)
-                        {
-                            for (; pc < x_hi; pc++, d += 6, ip += ch)
-                            {
-                                const uint32_t xv = pockmcu_read_s8x4(ip);
-                                d[0] = pockmcu_sxtab16(off2, xv);
-                                d[1] = pockmcu_sxtab16_ror8(off2, xv);
-                            }
-                        }
-                        else
-                        {
-                            for (; pc < x_hi; pc++, d += 6, ip += ch)
-                            {
-                                const uint32_t xv = pockmcu_dw3_gather(ip, nc);
-                                d[0] = pockmcu_sxtab16(off2, xv);
-                                d[1] = pockmcu_sxtab16_ror8(off2, xv);
-                            }
-                        }
-                    }
-                    for (; pc < pw; pc++, d += 6)
-                    {
-                        d[0] = d[1] = 0;
-                    }
+                    pockmcu_dw3_fill(d,
+                                     in_batch + iy * in_line_step + (x_lo - pad_al) * in_step + c,
+                                     in_step,
+                                     ncol,
+                                     x_lo,
+                                     x_hi,
+                                     nc,
+                                     off2);
                 }
 
                 if (nc == 4)
                 {
-                    pockmcu_dw3_row(xp, wr, prm, out, out_w, 6 * stride_w, ch, k_out, lo4, hi4, 4);
+                    if (s_al == 1 && !clamp)
+                    {
+                        pockmcu_dw3_line(ring, wr, out, len, 1, out_step, lo4, hi4, 1, 0, 2);
+                        pockmcu_dw3_line(
+                            ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, len, 1, out_step, lo4, hi4, 1, 0, 2);
+                    }
+                    else if (s_al == 1)
+                    {
+                        pockmcu_dw3_line(ring, wr, out, len, 1, out_step, lo4, hi4, 1, 1, 2);
+                        pockmcu_dw3_line(
+                            ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, len, 1, out_step, lo4, hi4, 1, 1, 2);
+                    }
+                    else if (s_al == 2)
+                    {
+                        pockmcu_dw3_line(ring, wr, out, len, 2, out_step, lo4, hi4, 2, 1, 2);
+                        pockmcu_dw3_line(
+                            ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, len, 2, out_step, lo4, hi4, 2, 1, 2);
+                    }
+                    else
+                    {
+                        pockmcu_dw3_line(ring, wr, out, len, s_al, out_step, lo4, hi4, 0, 1, 2);
+                        pockmcu_dw3_line(
+                            ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, len, s_al, out_step, lo4, hi4, 0, 1, 2);
+                    }
                 }
                 else
                 {
-                    pockmcu_dw3_row(xp, wr, prm, out, out_w, 6 * stride_w, ch, k_out, lo4, hi4, nc);
+                    for (h = 0; 2 * h < nc; h++)
+                    {
+                        if (nc - 2 * h >= 2)
+                        {
+                            pockmcu_dw3_line(ring + 2 * h,
+                                             wr + POCKMCU_DW3_BLOCK * h,
+                                             out + 2 * h,
+                                             len,
+                                             s_al,
+                                             out_step,
+                                             lo4,
+                                             hi4,
+                                             0,
+                                             1,
+                                             2);
+                        }
+                        else
+                        {
+                            pockmcu_dw3_line(ring + 2 * h,
+                                             wr + POCKMCU_DW3_BLOCK * h,
+                                             out + 2 * h,
+                                             len,
+                                             s_al,
+                                             out_step,
+                                             lo4,
+                                             hi4,
+                                             0,
+                                             1,
+                                             1);
+                        }
+                    }
                 }
             }
         }

@@ -121,7 +121,63 @@ typedef struct
     int32_t output_offset;
     int32_t act_min;
     int32_t act_max;
+    int32_t fast;  /* pockmcu_dsp_fast_requant_ok: the SMMLAR requantization of pockmcu_dsp_out_fast is exact */
+    int32_t clamp; /* the activation range is narrower than int8 */
 } pockmcu_dsp_requant;
+
+/* Whether pockmcu_dsp_out_fast equals TFLM's requantization for every accumulator of this call: per channel
+ * (n of them) shift in [-31, -1] (a scale below 1/2), multiplier >= 0, and with B = |bias| + depth * 255 * 128
+ * (|x + input_offset| <= 255, |w| <= 128) B < 2^30 and B + 3 + 129 * 2^-shift < 2^31 (the folded output offset and
+ * rounding of pockmcu_dsp_out_fast stay in 32 bits). */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_fast_requant_ok(const int32_t *bias,
+                                                       const int32_t *mult,
+                                                       const int32_t *shift,
+                                                       int32_t n,
+                                                       int32_t n_bias,
+                                                       int32_t depth)
+{
+    uint32_t max_bias = 0;
+    int64_t bound;
+    int32_t i, e_max;
+    for (i = 0; bias != NULL && i < n_bias; i++)
+    {
+        const uint32_t b = bias[i] < 0 ? 0u - (uint32_t)bias[i] : (uint32_t)bias[i];
+        max_bias = b > max_bias ? b : max_bias;
+    }
+    bound = (int64_t)max_bias + (int64_t)depth * (255 * 128);
+    if (bound >= ((int64_t)1 << 30))
+    {
+        return 0;
+    }
+    for (e_max = 0; e_max < 31 && bound + 3 + ((int64_t)129 << (e_max + 1)) < ((int64_t)1 << 31); e_max++)
+    {
+    }
+    for (i = 0; i < n; i++)
+    {
+        const int32_t e = -shift[i];
+        if (e < 1 || e > e_max || mult[i] < 0)
+        {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* TFLM's requantization, output offset and int8 saturation when pockmcu_dsp_fast_requant_ok holds:
+ * SMMULR(2 acc, m) is SaturatingRoundingDoublingHighMul(acc, m) (|2 acc| < 2^31); RoundingDivideByPOT(x, e),
+ * e >= 1, is (x + 2^(e-1) - [x < 0]) >> e, and [x < 0] may be read as [acc < 0] for m >= 0 (x <= 0 when
+ * acc < 0, and x = 0 rounds to 0 either way); out_off * 2^e added before the shift adds out_off after it. So:
+ * ADD (r + (acc >> 31), r = 2^(e-1) + out_off * 2^e), SMMLAR, ASR, SSAT #8. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_out_fast(int32_t acc, int32_t m, int32_t r, int32_t e)
+{
+    return pockmcu_ssat8(pockmcu_smmlar((int32_t)((uint32_t)acc << 1), m, r + (acc >> 31)) >> e);
+}
+
+/* r of pockmcu_dsp_out_fast for a right shift e >= 1 and an output offset. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_fast_round(int32_t e, int32_t out_off)
+{
+    return (int32_t)(((uint32_t)1 << (e - 1)) + (uint32_t)out_off * ((uint32_t)1 << e));
+}
 
 /* Requantization constants of output channel o (per_channel constant). */
 POCKMCU_DSP_INLINE pockmcu_dsp_channel pockmcu_dsp_channel_at(const pockmcu_dsp_requant *q,
@@ -146,6 +202,32 @@ POCKMCU_DSP_INLINE int8_t pockmcu_dsp_out(int32_t acc,
     v = v < q->act_min ? q->act_min : v; /* = pockmcu_clamp_i32 as act_min <= act_max (checked on entry) */
     v = v > q->act_max ? q->act_max : v;
     return (int8_t)v;
+}
+
+/* The output of channel o: pockmcu_dsp_out_fast when the call allows it (q->fast), else pockmcu_dsp_out. */
+POCKMCU_DSP_INLINE int8_t pockmcu_dsp_out_at(int32_t acc,
+                                             int32_t o,
+                                             const pockmcu_dsp_requant *q,
+                                             const int32_t per_channel,
+                                             const int32_t ort_rounding)
+{
+    if (!ort_rounding && q->fast)
+    {
+        const int32_t k = per_channel ? o : 0;
+        const int32_t e = -q->shift[k];
+        int32_t v = pockmcu_dsp_out_fast(acc, q->multiplier[k], pockmcu_dsp_fast_round(e, q->output_offset), e);
+        if (q->clamp)
+        {
+            v = v < q->act_min ? q->act_min : v;
+            v = v > q->act_max ? q->act_max : v;
+        }
+        return (int8_t)v;
+    }
+    else
+    {
+        const pockmcu_dsp_channel c = pockmcu_dsp_channel_at(q, o, per_channel);
+        return pockmcu_dsp_out(acc, &c, q, ort_rounding);
+    }
 }
 
 /* Whether a multiplier array holds a negative value (QuantizeMultiplier never makes one; the fast TFLM
@@ -369,6 +451,85 @@ pockmcu_dsp_dot_1x2(const uint32_t *col, const int8_t *wa, const int8_t *wb, int
     *s1 = a1;
 }
 
+/* s[c] += the 1-row column . filter row c (w, w + depth, w + 2 depth, w + 3 depth): 4 output channels a pass share
+ * each column load (16 MACs per LDRD of the column, 4 weight words). */
+POCKMCU_DSP_INLINE void pockmcu_dsp_dot_1x4(const uint32_t *col, const int8_t *w, int32_t depth, int32_t *s)
+{
+    const int8_t *wa = w, *wb = w + depth, *wc = w + 2 * depth, *wd = w + 3 * depth;
+    int32_t a0 = s[0], a1 = s[1], a2 = s[2], a3 = s[3];
+    int32_t g;
+    uint32_t x02, x13, v;
+    for (g = depth >> 3; g > 0; g--) /* 8 depth values a pass: the loop test once per 32 MACs */
+    {
+        pockmcu_read_u32x2_ia(&col, &x02, &x13);
+        v = pockmcu_read_s8x4_ia(&wa);
+        a0 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a0);
+        a0 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a0);
+        POCKMCU_ORDER_AFTER(wb, a0);
+        v = pockmcu_read_s8x4_ia(&wb);
+        a1 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a1);
+        a1 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a1);
+        POCKMCU_ORDER_AFTER(wc, a1);
+        v = pockmcu_read_s8x4_ia(&wc);
+        a2 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a2);
+        a2 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a2);
+        POCKMCU_ORDER_AFTER(wd, a2);
+        v = pockmcu_read_s8x4_ia(&wd);
+        a3 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a3);
+        a3 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a3);
+        POCKMCU_ORDER_AFTER(wa, a3);
+        pockmcu_read_u32x2_ia(&col, &x02, &x13);
+        v = pockmcu_read_s8x4_ia(&wa);
+        a0 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a0);
+        a0 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a0);
+        POCKMCU_ORDER_AFTER(wb, a0);
+        v = pockmcu_read_s8x4_ia(&wb);
+        a1 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a1);
+        a1 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a1);
+        POCKMCU_ORDER_AFTER(wc, a1);
+        v = pockmcu_read_s8x4_ia(&wc);
+        a2 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a2);
+        a2 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a2);
+        POCKMCU_ORDER_AFTER(wd, a2);
+        v = pockmcu_read_s8x4_ia(&wd);
+        a3 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a3);
+        a3 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a3);
+        POCKMCU_ORDER_AFTER(wa, a3);
+    }
+    if (depth & 4)
+    {
+        pockmcu_read_u32x2_ia(&col, &x02, &x13);
+        v = pockmcu_read_s8x4_ia(&wa);
+        a0 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a0);
+        a0 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a0);
+        POCKMCU_ORDER_AFTER(wb, a0);
+        v = pockmcu_read_s8x4_ia(&wb);
+        a1 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a1);
+        a1 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a1);
+        POCKMCU_ORDER_AFTER(wc, a1);
+        v = pockmcu_read_s8x4_ia(&wc);
+        a2 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a2);
+        a2 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a2);
+        POCKMCU_ORDER_AFTER(wd, a2);
+        v = pockmcu_read_s8x4_ia(&wd);
+        a3 = pockmcu_smlad(x02, pockmcu_sxtb16(v), a3);
+        a3 = pockmcu_smlad(x13, pockmcu_sxtb16_ror8(v), a3);
+        POCKMCU_ORDER_AFTER(wa, a3);
+    }
+    for (g = depth & 3; g > 0; g--)
+    {
+        a0 = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*wa++, a0);
+        a1 = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*wb++, a1);
+        a2 = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*wc++, a2);
+        a3 = pockmcu_smlabb(col[0], (uint32_t)(int32_t)*wd++, a3);
+        col++;
+    }
+    s[0] = a0;
+    s[1] = a1;
+    s[2] = a2;
+    s[3] = a3;
+}
+
 /* s += the 1-row column . filter row w. */
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_dot_1x1(const uint32_t *col, const int8_t *w, int32_t depth, int32_t s)
 {
@@ -427,14 +588,44 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_4(const uint32_t *col,
             }
         }
         /* outputs go to stage[r][i] (constant offsets), then row by row to out */
-        for (i = 0; i < n; i++)
+        if (!ort_rounding && q->fast)
         {
-            const pockmcu_dsp_channel c = pockmcu_dsp_channel_at(q, o0 + i, per_channel);
-            int8_t *s = stage + i;
-            s[0] = pockmcu_dsp_out(acc[4 * i], &c, q, ort_rounding);
-            s[POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 1], &c, q, ort_rounding);
-            s[2 * POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 2], &c, q, ort_rounding);
-            s[3 * POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 3], &c, q, ort_rounding);
+            const int32_t *a = acc;
+            for (i = 0; i < n; i++, a += 4)
+            {
+                const int32_t k = per_channel ? o0 + i : 0;
+                const int32_t m = q->multiplier[k], e = -q->shift[k];
+                const int32_t rr = pockmcu_dsp_fast_round(e, q->output_offset);
+                int32_t v0 = pockmcu_dsp_out_fast(a[0], m, rr, e), v1 = pockmcu_dsp_out_fast(a[1], m, rr, e);
+                int32_t v2 = pockmcu_dsp_out_fast(a[2], m, rr, e), v3 = pockmcu_dsp_out_fast(a[3], m, rr, e);
+                int8_t *st = stage + i;
+                if (q->clamp)
+                {
+                    const uint32_t lo4 = (uint32_t)(uint8_t)q->act_min * 0x01010101u;
+                    const uint32_t hi4 = (uint32_t)(uint8_t)q->act_max * 0x01010101u;
+                    const uint32_t p = pockmcu_min_s8x4(pockmcu_max_s8x4(pockmcu_pack_s8x4(v0, v1, v2, v3), lo4), hi4);
+                    v0 = (int32_t)p;
+                    v1 = (int32_t)(p >> 8);
+                    v2 = (int32_t)(p >> 16);
+                    v3 = (int32_t)(p >> 24);
+                }
+                st[0] = (int8_t)v0;
+                st[POCKMCU_DSP_CHUNK] = (int8_t)v1;
+                st[2 * POCKMCU_DSP_CHUNK] = (int8_t)v2;
+                st[3 * POCKMCU_DSP_CHUNK] = (int8_t)v3;
+            }
+        }
+        else
+        {
+            for (i = 0; i < n; i++)
+            {
+                const pockmcu_dsp_channel c = pockmcu_dsp_channel_at(q, o0 + i, per_channel);
+                int8_t *s = stage + i;
+                s[0] = pockmcu_dsp_out(acc[4 * i], &c, q, ort_rounding);
+                s[POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 1], &c, q, ort_rounding);
+                s[2 * POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 2], &c, q, ort_rounding);
+                s[3 * POCKMCU_DSP_CHUNK] = pockmcu_dsp_out(acc[4 * i + 3], &c, q, ort_rounding);
+            }
         }
         if (n == POCKMCU_DSP_CHUNK)
         {
@@ -470,28 +661,25 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_2(const uint32_t *col,
     {
         const int32_t b0 = pockmcu_dsp_bias_at(q, o);
         const int32_t b1 = pockmcu_dsp_bias_at(q, o + 1);
-        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
-        const pockmcu_dsp_channel c1 = pockmcu_dsp_channel_at(q, o + 1, per_channel);
         int32_t s00 = b0, s01 = b1, s10 = b0, s11 = b1;
         pockmcu_dsp_dot_2x2(col, w, w + depth, depth, &s00, &s01, &s10, &s11);
         w += 2 * depth;
-        out[o] = pockmcu_dsp_out(s00, &c0, q, ort_rounding);
-        out[o + 1] = pockmcu_dsp_out(s01, &c1, q, ort_rounding);
-        out[out_stride + o] = pockmcu_dsp_out(s10, &c0, q, ort_rounding);
-        out[out_stride + o + 1] = pockmcu_dsp_out(s11, &c1, q, ort_rounding);
+        out[o] = pockmcu_dsp_out_at(s00, o, q, per_channel, ort_rounding);
+        out[o + 1] = pockmcu_dsp_out_at(s01, o + 1, q, per_channel, ort_rounding);
+        out[out_stride + o] = pockmcu_dsp_out_at(s10, o, q, per_channel, ort_rounding);
+        out[out_stride + o + 1] = pockmcu_dsp_out_at(s11, o + 1, q, per_channel, ort_rounding);
     }
     if (o < out_c)
     {
         const int32_t b0 = pockmcu_dsp_bias_at(q, o);
-        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
         int32_t s0 = b0, s1 = b0;
         pockmcu_dsp_dot_2x1(col, w, depth, &s0, &s1);
-        out[o] = pockmcu_dsp_out(s0, &c0, q, ort_rounding);
-        out[out_stride + o] = pockmcu_dsp_out(s1, &c0, q, ort_rounding);
+        out[o] = pockmcu_dsp_out_at(s0, o, q, per_channel, ort_rounding);
+        out[out_stride + o] = pockmcu_dsp_out_at(s1, o, q, per_channel, ort_rounding);
     }
 }
 
-/* Every output channel of one row (a 1-row column) into out. */
+/* Every output channel of one row (a 1-row column) into out: 4 channels a pass, then 2, then 1. */
 POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
                                            const int8_t *filter,
                                            int32_t depth,
@@ -502,23 +690,35 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
                                            const int32_t ort_rounding)
 {
     const int8_t *w = filter;
-    int32_t o;
-    for (o = 0; o + 2 <= out_c; o += 2)
+    int32_t o, k;
+    for (o = 0; o + 4 <= out_c; o += 4)
     {
-        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
-        const pockmcu_dsp_channel c1 = pockmcu_dsp_channel_at(q, o + 1, per_channel);
+        int32_t s[4];
+        for (k = 0; k < 4; k++)
+        {
+            s[k] = pockmcu_dsp_bias_at(q, o + k);
+        }
+        pockmcu_dsp_dot_1x4(col, w, depth, s);
+        w += 4 * depth;
+        for (k = 0; k < 4; k++)
+        {
+            out[o + k] = pockmcu_dsp_out_at(s[k], o + k, q, per_channel, ort_rounding);
+        }
+    }
+    if (o + 2 <= out_c)
+    {
         int32_t s0 = pockmcu_dsp_bias_at(q, o);
         int32_t s1 = pockmcu_dsp_bias_at(q, o + 1);
         pockmcu_dsp_dot_1x2(col, w, w + depth, depth, &s0, &s1);
         w += 2 * depth;
-        out[o] = pockmcu_dsp_out(s0, &c0, q, ort_rounding);
-        out[o + 1] = pockmcu_dsp_out(s1, &c1, q, ort_rounding);
+        out[o] = pockmcu_dsp_out_at(s0, o, q, per_channel, ort_rounding);
+        out[o + 1] = pockmcu_dsp_out_at(s1, o + 1, q, per_channel, ort_rounding);
+        o += 2;
     }
     if (o < out_c)
     {
-        const pockmcu_dsp_channel c0 = pockmcu_dsp_channel_at(q, o, per_channel);
         const int32_t s = pockmcu_dsp_dot_1x1(col, w, depth, pockmcu_dsp_bias_at(q, o));
-        out[o] = pockmcu_dsp_out(s, &c0, q, ort_rounding);
+        out[o] = pockmcu_dsp_out_at(s, o, q, per_channel, ort_rounding);
     }
 }
 
@@ -697,6 +897,8 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_
     q.output_offset = conv_params->output_offset;
     q.act_min = conv_params->activation.min;
     q.act_max = conv_params->activation.max;
+    q.fast = !ort_rounding && pockmcu_dsp_fast_requant_ok(bias_data, q.multiplier, q.shift, out_c, out_c, depth);
+    q.clamp = q.act_min > -128 || q.act_max < 127;
     col = (uint32_t *)ctx->buf;
     field = (int8_t *)(col + pockmcu_dsp_col_words(depth, pockmcu_dsp_block_rows(pixels)));
 
@@ -771,6 +973,9 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_fc_s8_loops(const cmsis_nn_co
     q.output_offset = fc_params->output_offset;
     q.act_min = fc_params->activation.min;
     q.act_max = fc_params->activation.max;
+    q.fast = !ort_rounding &&
+        pockmcu_dsp_fast_requant_ok(bias_data, multiplier, shift, per_channel ? out_c : 1, out_c, depth);
+    q.clamp = q.act_min > -128 || q.act_max < 127;
     col = (uint32_t *)ctx->buf;
 #define POCKMCU_DSP_BATCH_ROW(p) src = input_data + (p)*depth
     POCKMCU_DSP_ALL_ROWS(batches, POCKMCU_DSP_BATCH_ROW);

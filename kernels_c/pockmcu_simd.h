@@ -285,4 +285,122 @@ POCKMCU_SIMD_INLINE void pockmcu_read_s8x8_ia(const int8_t **p, uint32_t *lo, ui
 #endif
 }
 
+/* -- dsp13c (issue 13): paired-lane multiplies and the folded requantization of the DSP kernels -------------- */
+
+/* SMLABT: acc + lo(x) * hi(y). */
+POCKMCU_SIMD_INLINE int32_t pockmcu_smlabt(uint32_t x, uint32_t y, int32_t acc)
+{
+#if POCKMCU_HAS_DSP
+    return __smlabt(x, y, acc);
+#else
+    return (int32_t)((uint32_t)acc + (uint32_t)(pockmcu_lo16(x) * pockmcu_hi16(y)));
+#endif
+}
+
+/* SMLATB: acc + hi(x) * lo(y). */
+POCKMCU_SIMD_INLINE int32_t pockmcu_smlatb(uint32_t x, uint32_t y, int32_t acc)
+{
+#if POCKMCU_HAS_DSP
+    return __smlatb(x, y, acc);
+#else
+    return (int32_t)((uint32_t)acc + (uint32_t)(pockmcu_hi16(x) * pockmcu_lo16(y)));
+#endif
+}
+
+/* SMMLAR: the low word of (acc * 2^32 + a * b + 2^31) >> 32, i.e. acc + SMMULR(a, b) modulo 2^32. */
+POCKMCU_SIMD_INLINE int32_t pockmcu_smmlar(int32_t a, int32_t b, int32_t acc)
+{
+#if POCKMCU_HAS_DSP
+    int32_t r;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+#else
+    return (int32_t)((uint32_t)acc + (uint32_t)(int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 31)) >> 32));
+#endif
+}
+
+/* SSAT Rd, #8, Rn: x saturated to [-128, 127]. */
+POCKMCU_SIMD_INLINE int32_t pockmcu_ssat8(int32_t x)
+{
+#if POCKMCU_HAS_DSP
+    return __ssat(x, 8);
+#else
+    return x < -128 ? -128 : (x > 127 ? 127 : x);
+#endif
+}
+
+/* LDRD at a constant word offset: the words p[off] and p[off + 1] of a word-aligned p (GCC's Cortex-M tuning
+ * would split the 64-bit load into two LDRs), off + 1 < 128. */
+POCKMCU_SIMD_INLINE void pockmcu_read_u32x2_at(const uint32_t *p, const int32_t off, uint32_t *lo, uint32_t *hi)
+{
+#if POCKMCU_HAS_DSP
+    uint32_t a, b;
+    /* the memory operand names p's first 128 words (the kernels' offsets stay below): an address gcc has in p */
+    __asm__("ldrd %0, %1, [%2, %3]" : "=r"(a), "=r"(b) : "r"(p), "n"(off * 4), "m"(*(const uint32_t(*)[128])p));
+    *lo = a;
+    *hi = b;
+#else
+    *lo = p[off];
+    *hi = p[off + 1];
+#endif
+}
+
+/* The low bytes of two words packed into the low half of one (a in bits 7..0, b in 15..8; bits 31..16 are
+ * left over): BFI on Arm. Only the low 16 bits are defined. */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_pack_s8x2(int32_t a, int32_t b)
+{
+#if POCKMCU_HAS_DSP
+    uint32_t r = (uint32_t)a;
+    __asm__("bfi %0, %1, #8, #8" : "+r"(r) : "r"(b));
+    return r;
+#else
+    return ((uint32_t)a & 0xFFu) | (((uint32_t)b & 0xFFu) << 8);
+#endif
+}
+
+/* PKHBT x, y, LSL #16 as the instruction: lo(x) in the low lane, lo(y) in the high lane (GCC does not find it
+ * in the C of pockmcu_pkhbt). */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_pkhbt_lsl16(uint32_t x, uint32_t y)
+{
+#if POCKMCU_HAS_DSP
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(x), "r"(y));
+    return r;
+#else
+    return (x & 0xFFFFu) | (y << 16);
+#endif
+}
+
+/* PKHTB x, y, ASR #16 as the instruction: hi(y) in the low lane, hi(x) in the high lane. */
+POCKMCU_SIMD_INLINE uint32_t pockmcu_pkhtb_asr16(uint32_t x, uint32_t y)
+{
+#if POCKMCU_HAS_DSP
+    uint32_t r;
+    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(x), "r"(y));
+    return r;
+#else
+    return (x & 0xFFFF0000u) | (y >> 16);
+#endif
+}
+
+/* An empty statement that makes pointer p depend on value v: loads through p are then scheduled after v is
+ * computed, which keeps GCC from hoisting every load of an unrolled loop (and spilling) ahead of its
+ * multiply-accumulates. No instruction; the portable build ignores it. */
+#if POCKMCU_HAS_DSP && (defined(__GNUC__) || defined(__clang__))
+    #define POCKMCU_ORDER_AFTER(p, v) __asm__("" : "+r"(p) : "r"(v))
+#else
+    #define POCKMCU_ORDER_AFTER(p, v) ((void)0)
+#endif
+
+/* STRD at a constant word offset: lo to p[off], hi to p[off + 1] of a word-aligned p, off + 1 < 128. */
+POCKMCU_SIMD_INLINE void pockmcu_write_u32x2_at(uint32_t *p, const int32_t off, uint32_t lo, uint32_t hi)
+{
+#if POCKMCU_HAS_DSP
+    __asm__("strd %1, %2, [%3, %4]" : "=m"(*(uint32_t(*)[128])p) : "r"(lo), "r"(hi), "r"(p), "n"(off * 4));
+#else
+    p[off] = lo;
+    p[off + 1] = hi;
+#endif
+}
+
 #endif /* POCKMCU_SIMD_H */

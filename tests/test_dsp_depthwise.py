@@ -212,7 +212,9 @@ def make_cases(seed: int = 13, n: int = N_CASES):
         ls = np.maximum(shift, 0)
         fast.append(m == 1 and bool(np.all((ls <= 29) & (b < (1 << (30 - np.minimum(ls, 29)))))))
         b3 = np.abs(bias.astype(np.int64)) * has_bias + 9 * 255 * 128
-        fast3.append((kh, kw, m, dh, dw) == (3, 3, 1, 1, 1) and bool(np.all((shift <= -1) & (b3 < (1 << 30)))))
+        fold = b3.max() + 3 + (129 << np.clip(-shift.astype(np.int64), 0, 31)) < (1 << 31)    # max |bias|
+        fast3.append((kh, kw, m, dh, dw) == (3, 3, 1, 1, 1) and
+                     bool(np.all((shift <= -1) & (shift >= -31) & (b3 < (1 << 30)) & fold)))
     return b"".join(blob), sizes, fast, fast3
 
 

@@ -16,7 +16,9 @@ import pytest
 from tests.qemu_c import KERNELS, QEMU_TARGETS, build_program, run_program
 
 FUNCS = ("sxtb16", "sxtb16_ror8", "sxtab16", "sxtab16_ror8", "sadd16", "smlad", "smladx", "smlabb", "smlatt",
-         "pkhbt", "pkhtb")
+         "pkhbt", "pkhtb",
+         # the dsp13c block: paired-lane multiplies, the folded requantization, PKH and BFI as instructions
+         "smlabt", "smlatb", "smmlar", "ssat8", "pkhbt_lsl16", "pkhtb_asr16", "pack_s8x2")
 
 EVAL_C = r"""
 #include <stdint.h>
@@ -28,7 +30,7 @@ static void simd_eval(const uint32_t *in, uint32_t *out, uint32_t n)
     for (uint32_t i = 0; i < n; i++)
     {
         const uint32_t a = in[3 * i], b = in[3 * i + 1], c = in[3 * i + 2];
-        uint32_t *o = out + 11 * i;
+        uint32_t *o = out + 18 * i;
         o[0] = pockmcu_sxtb16(a);
         o[1] = pockmcu_sxtb16_ror8(a);
         o[2] = pockmcu_sxtab16(b, a);
@@ -40,6 +42,13 @@ static void simd_eval(const uint32_t *in, uint32_t *out, uint32_t n)
         o[8] = (uint32_t)pockmcu_smlatt(a, b, (int32_t)c);
         o[9] = pockmcu_pkhbt(a, b);
         o[10] = pockmcu_pkhtb(a, b);
+        o[11] = (uint32_t)pockmcu_smlabt(a, b, (int32_t)c);
+        o[12] = (uint32_t)pockmcu_smlatb(a, b, (int32_t)c);
+        o[13] = (uint32_t)pockmcu_smmlar((int32_t)a, (int32_t)b, (int32_t)c);
+        o[14] = (uint32_t)pockmcu_ssat8((int32_t)a);
+        o[15] = pockmcu_pkhbt_lsl16(a, b);
+        o[16] = pockmcu_pkhtb_asr16(a, b);
+        o[17] = pockmcu_pack_s8x2((int32_t)a, (int32_t)b) & 0xFFFFu; /* only the low half is defined */
     }
 }
 """
@@ -48,7 +57,7 @@ QEMU_MAIN = EVAL_C + r"""
 #include "semihost.h"
 #define N_MAX 4096
 static uint32_t in_words[3 * N_MAX];
-static uint32_t out_words[11 * N_MAX];
+static uint32_t out_words[18 * N_MAX];
 
 int main(void)
 {
@@ -67,7 +76,7 @@ HOST_MAIN = EVAL_C + r"""
 #include <stdio.h>
 #define N_MAX 4096
 static uint32_t in_words[3 * N_MAX];
-static uint32_t out_words[11 * N_MAX];
+static uint32_t out_words[18 * N_MAX];
 
 int main(int argc, char **argv)
 {
@@ -76,7 +85,7 @@ int main(int argc, char **argv)
     fclose(f);
     simd_eval(in_words, out_words, N_MAX);
     f = fopen(argv[2], "wb");
-    if (!f || fwrite(out_words, 4, 11 * N_MAX, f) != 11 * N_MAX) return 2;
+    if (!f || fwrite(out_words, 4, 18 * N_MAX, f) != 18 * N_MAX) return 2;
     fclose(f);
     return 0;
 }
@@ -93,6 +102,11 @@ def _s16(x):
 def _s8(x):
     x = x & 0xFF
     return x - 0x100 if x & 0x80 else x
+
+
+def _s32(x):
+    x = x & 0xFFFFFFFF
+    return x - (1 << 32) if x & 0x80000000 else x
 
 
 def _pack(lo, hi):
@@ -115,6 +129,13 @@ def model(a: int, b: int, c: int) -> list[int]:
         (c + hi(a) * hi(b)) & m,
         (a & 0xFFFF) | ((b & 0xFFFF) << 16),
         (a & 0xFFFF0000) | (b >> 16),
+        (c + lo(a) * hi(b)) & m,
+        (c + hi(a) * lo(b)) & m,
+        (_s32(c) + ((_s32(a) * _s32(b) + (1 << 31)) >> 32)) & m,    # SMMLAR: (c << 32) + a * b, rounded, high word
+        min(max(_s32(a), -128), 127) & m,
+        (a & 0xFFFF) | ((b & 0xFFFF) << 16),
+        (a & 0xFFFF0000) | (b >> 16),
+        (a & 0xFF) | ((b & 0xFF) << 8),
     ]
 
 

@@ -286,7 +286,9 @@ class DepthwiseConv2D(_WindowOp):
             return ""
         bias = g.t(operand(op, "bias")).data if operand(op, "bias") else None
         bound = (np.abs(bias.astype(np.int64)) if bias is not None else np.zeros(1, np.int64)) + 9 * 255 * 128
-        return "3x3" if np.all(op.prepared.shift <= -1) and np.all(bound < (1 << 30)) else ""
+        shift = np.asarray(op.prepared.shift, np.int64)
+        fold = bound.max() + 3 + (129 << np.clip(-shift, 0, 31)) < (1 << 31)    # the output offset folded in
+        return "3x3" if np.all((shift <= -1) & (shift >= -31) & fold) and np.all(bound < (1 << 30)) else ""
 
     def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
         """pockmcu_depthwise_conv_3x3_dsp_s8_get_buffer_size: extended weights, requantization parameters
@@ -295,8 +297,9 @@ class DepthwiseConv2D(_WindowOp):
                    off=g.kernels_off)
         if k.function != "pockmcu_depthwise_conv_3x3_dsp_s8":
             return 0
-        out_w, stride_w = g.t(op.outputs[0]).shape[2], op.options.stride[1]
-        return 4 * (54 + 12 + 6 * ((out_w - 1) * stride_w + 3)) + 4
+        _, out_h, out_w, _ = g.t(op.outputs[0]).shape
+        cols = max((out_w - 1) * op.options.stride[1] + 3, (out_h - 1) * op.options.stride[0] + 3)
+        return 4 * (102 + 12 * cols) + 4
 
 
 # -- training: gradient rules and the backward ops of CONV_2D / DEPTHWISE_CONV_2D -------------------
