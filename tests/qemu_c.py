@@ -31,6 +31,28 @@ CFLAGS = ("-O2", "-std=c99", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
           "-fdata-sections")
 
 
+def workload_main(function: str, out_bytes: int) -> str:
+    """A ``main`` that calls ``int32_t function(uint8_t *dst, int32_t cap)`` on a static buffer of
+    ``out_bytes`` and writes the bytes it returns to out.bin (exit status 2 if it cannot)."""
+    return f"""
+#include <stdint.h>
+#include "semihost.h"
+int {function}(uint8_t *dst, int32_t cap);
+static uint8_t out[{out_bytes}];
+int main(void)
+{{
+    int32_t n = {function}(out, (int32_t)sizeof out);
+    int fd = sh_open("out.bin", SH_MODE_WB);
+    if (fd < 0 || sh_write(fd, out, (uint32_t)n) != 0)
+    {{
+        return 2;
+    }}
+    sh_close(fd);
+    return 0;
+}}
+"""
+
+
 def target_vars(target: str) -> dict[str, str]:
     """The ``NAME := value`` lines of firmware/targets/<target>.mk."""
     text = (FIRMWARE / "targets" / f"{get_target(target).name}.mk").read_text()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import KERNELS_DIR, build_kernel_lib
+from qemu_c import build_program, run_program, workload_main
 
 WORKLOAD_C = r"""
 #include <string.h>
@@ -70,23 +71,7 @@ int pockmcu_mask_workload(uint8_t *dst, int32_t cap)
 }
 """
 
-MAIN_C = r"""
-#include <stdint.h>
-#include "semihost.h"
-int pockmcu_mask_workload(uint8_t *dst, int32_t cap);
-static uint8_t out[16384];
-int main(void)
-{
-    int32_t n = pockmcu_mask_workload(out, (int32_t)sizeof out);
-    int fd = sh_open("out.bin", SH_MODE_WB);
-    if (fd < 0 || sh_write(fd, out, (uint32_t)n) != 0)
-    {
-        return 2;
-    }
-    sh_close(fd);
-    return 0;
-}
-"""
+MAIN_C = workload_main("pockmcu_mask_workload", 16384)
 
 KERNEL_FILES = ["pockmcu_mask_pack_s8.c"]
 
@@ -114,7 +99,6 @@ def test_mask_pack_equals_its_loop_on_host(host_bytes):
 @pytest.mark.qemu
 @pytest.mark.parametrize("target", ["qemu-m3", "qemu-m4", "qemu-m7", "qemu-m33", "qemu-m55"])
 def test_mask_pack_host_equals_qemu(tmp_path, target, host_bytes):
-    from tests.qemu_c import build_program, run_program
 
     (tmp_path / "src").mkdir()
     wl = tmp_path / "src" / "workload.c"

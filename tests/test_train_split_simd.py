@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import build_kernel_lib
+from qemu_c import build_program, run_program, workload_main
 
 from pockmcu import kernel_table
 
@@ -116,23 +117,7 @@ int pockmcu_split_workload(uint8_t *dst, int32_t cap)
 }
 """
 
-MAIN_C = r"""
-#include <stdint.h>
-#include "semihost.h"
-int pockmcu_split_workload(uint8_t *dst, int32_t cap);
-static uint8_t out[262144];
-int main(void)
-{
-    int32_t n = pockmcu_split_workload(out, (int32_t)sizeof out);
-    int fd = sh_open("out.bin", SH_MODE_WB);
-    if (fd < 0 || sh_write(fd, out, (uint32_t)n) != 0)
-    {
-        return 2;
-    }
-    sh_close(fd);
-    return 0;
-}
-"""
+MAIN_C = workload_main("pockmcu_split_workload", 262144)
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +144,6 @@ def test_split_simd_equals_portable_on_host(host_bytes):
 @pytest.mark.qemu
 @pytest.mark.parametrize("target", ["qemu-m3", "qemu-m4", "qemu-m7", "qemu-m33", "qemu-m55"])
 def test_split_simd_host_equals_qemu(tmp_path, target, host_bytes):
-    from tests.qemu_c import build_program, run_program
 
     (tmp_path / "src").mkdir()
     wl = tmp_path / "src" / "workload.c"
