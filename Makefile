@@ -7,7 +7,7 @@ PYTHON3    ?= python3
 VENV       := .venv
 PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.installed
-APT_PKGS   := gcc make gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm python3-venv chromium clang-format
+APT_PKGS   := gcc make ccache gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm python3-venv chromium clang-format
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
