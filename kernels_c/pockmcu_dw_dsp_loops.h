@@ -91,6 +91,270 @@ POCKMCU_LOOPS_INLINE int8_t pockmcu_dw_out(int32_t acc, pockmcu_dw_rq q, int32_t
         a3 = pockmcu_smlatt(x13_, w13_, a3);                                                                           \
     } while (0)
 
+/* -- channel multiplier above 1 (dwmult, issue 13) --------------------------------------------------------------
+ *
+ * Each input channel is a small convolution with one input channel and ch_mult outputs. Per input channel c the
+ * kernel extends that channel's weights once into int16 rows (one of k4 = kh * kw rounded up to 4 entries per
+ * output, zero beyond the taps), then for every output pixel gathers the window's taps of channel c into an
+ * int16 column (x + input_offset; 0 for a tap outside the image, which adds nothing, as TFLM skips it) and
+ * accumulates two pixels x two outputs with SMLAD over word pairs loaded by LDRD. Tap order in the rows and the
+ * column: per filter row, the taps of each group of 4 as 0, 2, 1, 3 (what SXTAB16 / SXTAB16 ROR #8 of one
+ * loaded word give, so a contiguous window row of a 1-channel input is extended 4 taps per load), the
+ * remaining taps in order. Integer sums do not depend on the order. Requantization: the exact fast path above
+ * when pockmcu_dw_fast_requant_ok proves it, else pockmcu_requantize (TFLM's) per output.
+ */
+
+/* The scratch bytes of the channel-multiplier loops: weight rows, two columns, requantization parameters,
+ * alignment. */
+POCKMCU_LOOPS_INLINE int32_t pockmcu_dwm_buffer_size(int32_t ch_mult, int32_t k_h, int32_t k_w)
+{
+    const int32_t k4 = (k_h * k_w + 3) & ~3;
+    return 2 * k4 * (ch_mult + 2) + (int32_t)sizeof(pockmcu_dw_rq) * ch_mult + 4;
+}
+
+/* The position of tap kx of a filter row in its row of the column (groups of 4 as 0, 2, 1, 3). */
+POCKMCU_LOOPS_INLINE int32_t pockmcu_dwm_pos(int32_t kx, int32_t k_w4)
+{
+    return kx < k_w4 ? (kx & ~3) | ((kx & 1) << 1) | ((kx >> 1) & 1) : kx;
+}
+
+/* The geometry the column gathers read. */
+typedef struct
+{
+    const int8_t *in; /* the batch's input at channel c */
+    int32_t in_h, in_w, in_c, k_h, k_w, dil_h, dil_w;
+    uint32_t off2; /* the input offset in both 16-bit lanes */
+} pockmcu_dwm_geo;
+
+/* The column of channel c of the window at (y0, x0) (top left tap, may be outside the image). */
+POCKMCU_LOOPS_INLINE void pockmcu_dwm_gather(int16_t *col, const pockmcu_dwm_geo *g, int32_t y0, int32_t x0)
+{
+    const int32_t k_w = g->k_w;
+    const int32_t k_w4 = k_w & ~3;
+    const int32_t ky_start = pockmcu_window_start(y0, g->dil_h);
+    const int32_t ky_end = pockmcu_window_end(y0, g->dil_h, g->in_h, g->k_h);
+    const int32_t kx_start = pockmcu_window_start(x0, g->dil_w);
+    const int32_t kx_end = pockmcu_window_end(x0, g->dil_w, g->in_w, k_w);
+    const int32_t in_off = (int32_t)(int16_t)(g->off2 & 0xFFFFu);
+    int32_t ky, kx;
+
+    for (ky = 0; ky < g->k_h; ky++)
+    {
+        int16_t *crow = col + ky * k_w;
+        if (ky < ky_start || ky >= ky_end || kx_start >= kx_end)
+        {
+            for (kx = 0; kx < k_w; kx++)
+            {
+                crow[kx] = 0;
+            }
+        }
+        else
+        {
+            const int8_t *row = g->in + ((y0 + ky * g->dil_h) * g->in_w + x0) * g->in_c;
+            if (kx_start == 0 && kx_end == k_w && g->in_c == 1 && g->dil_w == 1)
+            {
+                /* a whole contiguous row: 4 taps per load, extended with the offset added */
+                for (kx = 0; kx < k_w4; kx += 4)
+                {
+                    const uint32_t x = pockmcu_read_s8x4(row + kx);
+                    const uint32_t x02 = pockmcu_sxtab16(g->off2, x);
+                    const uint32_t x13 = pockmcu_sxtab16_ror8(g->off2, x);
+                    memcpy(crow + kx, &x02, 4);
+                    memcpy(crow + kx + 2, &x13, 4);
+                }
+                for (; kx < k_w; kx++)
+                {
+                    crow[kx] = (int16_t)(row[kx] + in_off);
+                }
+            }
+            else
+            {
+                const int32_t step = g->dil_w * g->in_c;
+                for (kx = 0; kx < k_w; kx++)
+                {
+                    crow[pockmcu_dwm_pos(kx, k_w4)] =
+                        (int16_t)(kx >= kx_start && kx < kx_end ? row[kx * step] + in_off : 0);
+                }
+            }
+        }
+    }
+}
+
+/* Two pixels (columns c0, c1) x n_out (1 or 2, a constant) outputs (weight rows w0, w1) over k4 / 4 steps. */
+POCKMCU_LOOPS_INLINE void pockmcu_dwm_block(const uint32_t *c0,
+                                            const uint32_t *c1,
+                                            const uint32_t *w0,
+                                            const uint32_t *w1,
+                                            int32_t steps,
+                                            int32_t n_out,
+                                            int32_t *acc)
+{
+    int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+    do
+    {
+        uint32_t x0a, x0b, x1a, x1b, wa, wb;
+        pockmcu_read_u32x2_ia(&c0, &x0a, &x0b);
+        pockmcu_read_u32x2_ia(&c1, &x1a, &x1b);
+        pockmcu_read_u32x2_ia(&w0, &wa, &wb);
+        a00 = pockmcu_smlad(x0a, wa, a00);
+        a01 = pockmcu_smlad(x1a, wa, a01);
+        a00 = pockmcu_smlad(x0b, wb, a00);
+        a01 = pockmcu_smlad(x1b, wb, a01);
+        if (n_out == 2)
+        {
+            pockmcu_read_u32x2_ia(&w1, &wa, &wb);
+            a10 = pockmcu_smlad(x0a, wa, a10);
+            a11 = pockmcu_smlad(x1a, wa, a11);
+            a10 = pockmcu_smlad(x0b, wb, a10);
+            a11 = pockmcu_smlad(x1b, wb, a11);
+        }
+    } while (--steps > 0);
+    acc[0] = a00;
+    acc[1] = a01;
+    acc[2] = a10;
+    acc[3] = a11;
+}
+
+/* One accumulator to its output byte: the fast requantization when fast, else TFLM's. */
+POCKMCU_LOOPS_INLINE int8_t pockmcu_dwm_out(
+    int32_t acc, int32_t fast, const pockmcu_dw_rq *q, int32_t shift, int32_t out_off, int32_t lo, int32_t hi)
+{
+    if (fast)
+    {
+        return pockmcu_dw_out(acc, *q, out_off, lo, hi);
+    }
+    return (int8_t)pockmcu_clamp_i32(pockmcu_requantize(acc, q->mult, shift) + out_off, lo, hi);
+}
+
+/* The channel-multiplier loops; scratch: pockmcu_dwm_buffer_size bytes at buf (any alignment). */
+POCKMCU_LOOPS_INLINE arm_cmsis_nn_status
+pockmcu_depthwise_conv_mult_dsp_loops(void *buf,
+                                      const cmsis_nn_dw_conv_params *dw_conv_params,
+                                      const cmsis_nn_per_channel_quant_params *quant_params,
+                                      const cmsis_nn_dims *input_dims,
+                                      const int8_t *input_data,
+                                      const cmsis_nn_dims *filter_dims,
+                                      const int8_t *filter_data,
+                                      const int32_t *bias_data,
+                                      const cmsis_nn_dims *output_dims,
+                                      int8_t *output_data)
+{
+    const int32_t in_c = input_dims->c;
+    const int32_t ch_mult = dw_conv_params->ch_mult;
+    const int32_t out_c = output_dims->c;
+    const int32_t out_w = output_dims->w;
+    const int32_t pixels = output_dims->h * out_w;
+    const int32_t k_h = filter_dims->h;
+    const int32_t k_w = filter_dims->w;
+    const int32_t k_w4 = k_w & ~3;
+    const int32_t taps = k_h * k_w;
+    const int32_t k4 = (taps + 3) & ~3;
+    const int32_t out_off = dw_conv_params->output_offset;
+    const int32_t act_min = dw_conv_params->activation.min;
+    const int32_t act_max = dw_conv_params->activation.max;
+    const int32_t *shift = quant_params->shift;
+    const int32_t fast = pockmcu_dw_fast_requant_ok(bias_data, shift, out_c, taps);
+    int16_t *const wrows = (int16_t *)(((uintptr_t)buf + 3) & ~(uintptr_t)3);
+    int16_t *const col0 = wrows + ch_mult * k4;
+    int16_t *const col1 = col0 + k4;
+    pockmcu_dw_rq *const rq = (pockmcu_dw_rq *)(void *)(col1 + k4);
+    pockmcu_dwm_geo g;
+    int32_t b, c, m, p, ky, kx;
+
+    g.in_h = input_dims->h;
+    g.in_w = input_dims->w;
+    g.in_c = in_c;
+    g.k_h = k_h;
+    g.k_w = k_w;
+    g.dil_h = dw_conv_params->dilation.h;
+    g.dil_w = dw_conv_params->dilation.w;
+    g.off2 = ((uint32_t)dw_conv_params->input_offset & 0xFFFFu) | ((uint32_t)dw_conv_params->input_offset << 16);
+    for (p = taps; p < k4; p++) /* the columns' padding (its weights are 0 too) */
+    {
+        col0[p] = 0;
+        col1[p] = 0;
+    }
+    for (b = 0; b < input_dims->n; b++)
+    {
+        for (c = 0; c < in_c; c++)
+        {
+            const int32_t oc0 = c * ch_mult;
+            int8_t *out_c0 = output_data + (int32_t)b * pixels * out_c + oc0;
+            g.in = input_data + (int32_t)b * g.in_h * g.in_w * in_c + c;
+            for (m = 0; m < ch_mult; m++) /* channel c's weights and requantization parameters */
+            {
+                int16_t *wr = wrows + m * k4;
+                for (ky = 0; ky < k_h; ky++)
+                {
+                    for (kx = 0; kx < k_w; kx++)
+                    {
+                        wr[ky * k_w + pockmcu_dwm_pos(kx, k_w4)] = filter_data[(ky * k_w + kx) * out_c + oc0 + m];
+                    }
+                }
+                for (p = taps; p < k4; p++)
+                {
+                    wr[p] = 0;
+                }
+                rq[m] = pockmcu_dw_rq_of(quant_params->multiplier[oc0 + m], shift[oc0 + m]);
+            }
+            for (p = 0; p < pixels; p += 2)
+            {
+                /* pixels p and p + 1 (the last pixel alone computes its column twice) */
+                const int32_t p1 = p + 1 < pixels ? p + 1 : p;
+                const int32_t oy0 = p / out_w, ox0 = p - oy0 * out_w;
+                const int32_t oy1 = p1 / out_w, ox1 = p1 - oy1 * out_w;
+                int8_t *out0 = out_c0 + p * out_c;
+                int8_t *out1 = out_c0 + p1 * out_c;
+                pockmcu_dwm_gather(col0,
+                                   &g,
+                                   oy0 * dw_conv_params->stride.h - dw_conv_params->padding.h,
+                                   ox0 * dw_conv_params->stride.w - dw_conv_params->padding.w);
+                pockmcu_dwm_gather(col1,
+                                   &g,
+                                   oy1 * dw_conv_params->stride.h - dw_conv_params->padding.h,
+                                   ox1 * dw_conv_params->stride.w - dw_conv_params->padding.w);
+                for (m = 0; m < ch_mult; m += 2)
+                {
+                    const int32_t oc = oc0 + m;
+                    const int32_t two = m + 1 < ch_mult;
+                    const int32_t b0 = bias_data != NULL ? bias_data[oc] : 0;
+                    const int32_t b1 = bias_data != NULL && two ? bias_data[oc + 1] : 0;
+                    int32_t acc[4];
+                    acc[0] = b0;
+                    acc[1] = b0;
+                    acc[2] = b1;
+                    acc[3] = b1;
+                    if (two)
+                    {
+                        pockmcu_dwm_block((const uint32_t *)(const void *)col0,
+                                          (const uint32_t *)(const void *)col1,
+                                          (const uint32_t *)(const void *)(wrows + m * k4),
+                                          (const uint32_t *)(const void *)(wrows + (m + 1) * k4),
+                                          k4 >> 2,
+                                          2,
+                                          acc);
+                        out0[m + 1] = pockmcu_dwm_out(acc[2], fast, &rq[m + 1], shift[oc + 1], out_off, act_min, act_max);
+                        out1[m + 1] = pockmcu_dwm_out(acc[3], fast, &rq[m + 1], shift[oc + 1], out_off, act_min, act_max);
+                    }
+                    else
+                    {
+                        pockmcu_dwm_block((const uint32_t *)(const void *)col0,
+                                          (const uint32_t *)(const void *)col1,
+                                          (const uint32_t *)(const void *)(wrows + m * k4),
+                                          NULL,
+                                          k4 >> 2,
+                                          1,
+                                          acc);
+                    }
+                    out0[m] = pockmcu_dwm_out(acc[0], fast, &rq[m], shift[oc], out_off, act_min, act_max);
+                    out1[m] = pockmcu_dwm_out(acc[1], fast, &rq[m], shift[oc], out_off, act_min, act_max);
+                }
+            }
+        }
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+
 /* k_h_c, k_w_c: the filter size as constants (a specialization; 0: read filter_dims). */
 POCKMCU_LOOPS_INLINE arm_cmsis_nn_status
 pockmcu_depthwise_conv_dsp_loops(const cmsis_nn_context *ctx,
@@ -131,6 +395,22 @@ pockmcu_depthwise_conv_dsp_loops(const cmsis_nn_context *ctx,
     const int32_t ch4 = ch & ~3;
     int32_t b, oy, ox, c;
 
+    if (dw_conv_params->ch_mult > 1 && output_dims->c == ch * dw_conv_params->ch_mult && filter_dims->h == k_h &&
+        filter_dims->w == k_w && stride_h >= 1 && stride_w >= 1 && dil_h >= 1 && dil_w >= 1 && ctx != NULL &&
+        ctx->buf != NULL && ctx->size >= pockmcu_dwm_buffer_size(dw_conv_params->ch_mult, k_h, k_w))
+    {
+        (void)bias_dims;
+        return pockmcu_depthwise_conv_mult_dsp_loops(ctx->buf,
+                                                     dw_conv_params,
+                                                     quant_params,
+                                                     input_dims,
+                                                     input_data,
+                                                     filter_dims,
+                                                     filter_data,
+                                                     bias_data,
+                                                     output_dims,
+                                                     output_data);
+    }
     if (dw_conv_params->ch_mult != 1 || output_dims->c != ch || filter_dims->h != k_h || filter_dims->w != k_w ||
         stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1 ||
         !pockmcu_dw_fast_requant_ok(bias_data, shift, ch, k_h * k_w))
