@@ -292,9 +292,16 @@ class DepthwiseConv2D(_WindowOp):
 
     def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
         """pockmcu_depthwise_conv_3x3_dsp_s8_get_buffer_size: extended weights, requantization parameters
-        and a ring of 3 extended input rows; the other depthwise kernels need none."""
+        and a ring of 3 extended input rows; pockmcu_depthwise_conv_dsp_s8_get_buffer_size for a channel multiplier
+        above 1; the other depthwise kernels need none."""
         k = choose(self.kind, self.kernel, g.numerics, g.features, self.variant(g, op, None), library=g.library,
                    off=g.kernels_off)
+        if k.function == "pockmcu_depthwise_conv_dsp_s8" and op.options.ch_mult > 1:
+            # pockmcu_dwm_buffer_size (pockmcu_dw_dsp_loops.h): int16 weight rows of one input channel, two
+            # gathered columns, the requantization parameters (5 words per output) and alignment
+            w = g.t(operand(op, "weights"))
+            k4 = (w.shape[1] * w.shape[2] + 3) & ~3
+            return 2 * k4 * (op.options.ch_mult + 2) + 20 * op.options.ch_mult + 4
         if k.function != "pockmcu_depthwise_conv_3x3_dsp_s8":
             return 0
         _, out_h, out_w, _ = g.t(op.outputs[0]).shape
