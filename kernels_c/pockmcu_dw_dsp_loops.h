@@ -94,21 +94,24 @@ POCKMCU_LOOPS_INLINE int8_t pockmcu_dw_out(int32_t acc, pockmcu_dw_rq q, int32_t
 /* -- channel multiplier above 1 (dwmult, issue 13) --------------------------------------------------------------
  *
  * Each input channel is a small convolution with one input channel and ch_mult outputs. Per input channel c the
- * kernel extends that channel's weights once into int16 rows (one of k4 = kh * kw rounded up to 4 entries per
- * output, zero beyond the taps), then for every output pixel gathers the window's taps of channel c into an
- * int16 column (x + input_offset; 0 for a tap outside the image, which adds nothing, as TFLM skips it) and
- * accumulates two pixels x two outputs with SMLAD over word pairs loaded by LDRD. Tap order in the rows and the
- * column: per filter row, the taps of each group of 4 as 0, 2, 1, 3 (what SXTAB16 / SXTAB16 ROR #8 of one
- * loaded word give, so a contiguous window row of a 1-channel input is extended 4 taps per load), the
- * remaining taps in order. Integer sums do not depend on the order. Requantization: the exact fast path above
- * when pockmcu_dw_fast_requant_ok proves it, else pockmcu_requantize (TFLM's) per output.
+ * kernel extends that channel's weights once into int16 rows (k4 = kh * kw rounded up to 4 entries per output,
+ * zero beyond the taps), then for two output pixels at a time gathers the windows' taps of channel c into int16
+ * columns (x + input_offset; 0 for a tap outside the image, which adds nothing, as TFLM skips it) and accumulates
+ * 2 pixels x 2 outputs with SMLAD. Layout: the two columns interleaved word by word (entry i of pixel j at
+ * pockmcu_dwm_ix(i, j)), as are the weight rows of outputs m and m + 1 (entry i of output m + j at the same
+ * index), so one LDRD loads a word of both pixels and one a word of both outputs: 4 loads and 8 SMLAD per 16
+ * MACs. An odd last output has a plain row. Tap order: per filter row, the taps of each group of 4 as 0, 2, 1, 3
+ * (what SXTAB16 / SXTAB16 ROR #8 of one loaded word give, so a contiguous window row of a 1-channel input is
+ * extended 4 taps per load), the remaining taps in order; integer sums do not depend on the order.
+ * Requantization: the exact fast path above when pockmcu_dw_fast_requant_ok proves it, else TFLM's
+ * pockmcu_requantize, per output.
  */
 
 /* The scratch bytes of the channel-multiplier loops: weight rows, two columns, requantization parameters,
  * alignment. */
 POCKMCU_LOOPS_INLINE int32_t pockmcu_dwm_buffer_size(int32_t ch_mult, int32_t k_h, int32_t k_w)
 {
-    const int32_t k4 = (k_h * k_w + 3) & ~3;
+    const int32_t k4 = (k_h * ((k_w + 1) & ~1) + 3) & ~3;
     return 2 * k4 * (ch_mult + 2) + (int32_t)sizeof(pockmcu_dw_rq) * ch_mult + 4;
 }
 
@@ -116,6 +119,16 @@ POCKMCU_LOOPS_INLINE int32_t pockmcu_dwm_buffer_size(int32_t ch_mult, int32_t k_
 POCKMCU_LOOPS_INLINE int32_t pockmcu_dwm_pos(int32_t kx, int32_t k_w4)
 {
     return kx < k_w4 ? (kx & ~3) | ((kx & 1) << 1) | ((kx >> 1) & 1) : kx;
+}
+
+/* The index of entry i of pixel (or output) j in two rows interleaved word by word. */
+POCKMCU_LOOPS_INLINE int32_t pockmcu_dwm_ix(int32_t i, int32_t j) { return ((i >> 1) << 2) + (j << 1) + (i & 1); }
+
+/* Stores int16 entry k of the word array a (through memcpy: the array is read as words). */
+POCKMCU_LOOPS_INLINE void pockmcu_dwm_put(uint32_t *a, int32_t k, int32_t v)
+{
+    const int16_t h = (int16_t)v;
+    memcpy((int8_t *)(void *)a + 2 * k, &h, 2);
 }
 
 /* The geometry the column gathers read. */
@@ -126,88 +139,130 @@ typedef struct
     uint32_t off2; /* the input offset in both 16-bit lanes */
 } pockmcu_dwm_geo;
 
-/* The column of channel c of the window at (y0, x0) (top left tap, may be outside the image). */
-POCKMCU_LOOPS_INLINE void pockmcu_dwm_gather(int16_t *col, const pockmcu_dwm_geo *g, int32_t y0, int32_t x0)
+/* One filter row of column j: the words of its k_we entries at dst[0], dst[2], ... (dst: the row's first word of
+ * pixel j); ip: the row's first tap in the input (may be outside the image when not every tap is inside); taps
+ * kx_start <= kx < kx_end are inside, the others 0. */
+POCKMCU_LOOPS_INLINE void pockmcu_dwm_row(uint32_t *dst,
+                                          const int8_t *ip,
+                                          const pockmcu_dwm_geo *g,
+                                          int32_t kx_start,
+                                          int32_t kx_end,
+                                          uint32_t off2)
 {
     const int32_t k_w = g->k_w;
     const int32_t k_w4 = k_w & ~3;
-    const int32_t ky_start = pockmcu_window_start(y0, g->dil_h);
-    const int32_t ky_end = pockmcu_window_end(y0, g->dil_h, g->in_h, g->k_h);
-    const int32_t kx_start = pockmcu_window_start(x0, g->dil_w);
-    const int32_t kx_end = pockmcu_window_end(x0, g->dil_w, g->in_w, k_w);
-    const int32_t in_off = (int32_t)(int16_t)(g->off2 & 0xFFFFu);
-    int32_t ky, kx;
-
-    for (ky = 0; ky < g->k_h; ky++)
+    const int32_t step = g->dil_w * g->in_c;
+    int32_t kx;
+    if (kx_start == 0 && kx_end == k_w)
     {
-        int16_t *crow = col + ky * k_w;
-        if (ky < ky_start || ky >= ky_end || kx_start >= kx_end)
+        if (step == 1)
         {
-            for (kx = 0; kx < k_w; kx++)
+            for (kx = 0; kx < k_w4; kx += 4) /* 4 contiguous taps per load, extended with the offset */
             {
-                crow[kx] = 0;
+                const uint32_t x = pockmcu_read_s8x4(ip + kx);
+                dst[0] = pockmcu_sxtab16(off2, x);
+                dst[2] = pockmcu_sxtab16_ror8(off2, x);
+                dst += 4;
             }
         }
         else
         {
-            const int8_t *row = g->in + ((y0 + ky * g->dil_h) * g->in_w + x0) * g->in_c;
-            if (kx_start == 0 && kx_end == k_w && g->in_c == 1 && g->dil_w == 1)
+            for (kx = 0; kx < k_w4; kx += 4) /* taps 0, 2 in one word, 1, 3 in the next */
             {
-                /* a whole contiguous row: 4 taps per load, extended with the offset added */
-                for (kx = 0; kx < k_w4; kx += 4)
-                {
-                    const uint32_t x = pockmcu_read_s8x4(row + kx);
-                    const uint32_t x02 = pockmcu_sxtab16(g->off2, x);
-                    const uint32_t x13 = pockmcu_sxtab16_ror8(g->off2, x);
-                    memcpy(crow + kx, &x02, 4);
-                    memcpy(crow + kx + 2, &x13, 4);
-                }
-                for (; kx < k_w; kx++)
-                {
-                    crow[kx] = (int16_t)(row[kx] + in_off);
-                }
+                const int32_t t0 = ip[0], t1 = ip[step], t2 = ip[2 * step], t3 = ip[3 * step];
+                dst[0] = pockmcu_sadd16(pockmcu_pkhbt_lsl16((uint32_t)t0, (uint32_t)t2), off2);
+                dst[2] = pockmcu_sadd16(pockmcu_pkhbt_lsl16((uint32_t)t1, (uint32_t)t3), off2);
+                dst += 4;
+                ip += 4 * step;
             }
-            else
-            {
-                const int32_t step = g->dil_w * g->in_c;
-                for (kx = 0; kx < k_w; kx++)
-                {
-                    crow[pockmcu_dwm_pos(kx, k_w4)] =
-                        (int16_t)(kx >= kx_start && kx < kx_end ? row[kx * step] + in_off : 0);
-                }
-            }
+            ip -= k_w4 * step;
+        }
+        for (kx = k_w4; kx < k_w; kx += 2) /* the last 1 to 3 taps in order (a lone last one with a 0) */
+        {
+            const int32_t x1 = kx + 1 < k_w ? ip[(kx + 1) * step] : 0;
+            *dst = pockmcu_sadd16(pockmcu_pkhbt_lsl16((uint32_t)(int32_t)ip[kx * step], (uint32_t)x1),
+                                  kx + 1 < k_w ? off2 : off2 & 0xFFFFu);
+            dst += 2;
+        }
+    }
+    else
+    {
+        const int32_t in_off = (int32_t)(int16_t)(uint16_t)(off2 & 0xFFFFu);
+        for (kx = 0; kx < k_w; kx += 2) /* entries kx, kx + 1: taps pos^-1 (the order is its own inverse) */
+        {
+            const int32_t a = kx < k_w4 ? pockmcu_dwm_pos(kx, k_w4) : kx;
+            const int32_t b = kx + 1 < k_w4 ? pockmcu_dwm_pos(kx + 1, k_w4) : kx + 1;
+            const int32_t xa = a >= kx_start && a < kx_end ? ip[a * step] + in_off : 0;
+            const int32_t xb = b >= kx_start && b < kx_end ? ip[b * step] + in_off : 0;
+            *dst = pockmcu_pkhbt_lsl16((uint32_t)xa, (uint32_t)xb);
+            dst += 2;
         }
     }
 }
 
-/* Two pixels (columns c0, c1) x n_out (1 or 2, a constant) outputs (weight rows w0, w1) over k4 / 4 steps. */
-POCKMCU_LOOPS_INLINE void pockmcu_dwm_block(const uint32_t *c0,
-                                            const uint32_t *c1,
-                                            const uint32_t *w0,
-                                            const uint32_t *w1,
-                                            int32_t steps,
-                                            int32_t n_out,
-                                            int32_t *acc)
+/* Column j (0 or 1) of channel c of the window at (y0, x0) (top left tap, may be outside the image). Column rows
+ * are k_we = k_w rounded up to even entries (an odd row's last entry 0). */
+POCKMCU_LOOPS_INLINE void pockmcu_dwm_gather(uint32_t *col, int32_t j, const pockmcu_dwm_geo *g, int32_t y0, int32_t x0)
+{
+    const int32_t k_h = g->k_h;
+    const int32_t k_we = (g->k_w + 1) & ~1;
+    const int32_t ky_start = pockmcu_window_start(y0, g->dil_h);
+    const int32_t ky_end = pockmcu_window_end(y0, g->dil_h, g->in_h, k_h);
+    const int32_t kx_start = pockmcu_window_start(x0, g->dil_w);
+    const int32_t kx_end = pockmcu_window_end(x0, g->dil_w, g->in_w, g->k_w);
+    const int32_t row_step = g->dil_h * g->in_w * g->in_c;
+    const int8_t *row = g->in + (y0 * g->in_w + x0) * g->in_c;
+    uint32_t *dst = col + j; /* word w of pixel j: dst[2 * w] */
+    int32_t ky, w;
+
+    if (ky_start == 0 && ky_end == k_h && kx_start == 0 && kx_end == g->k_w)
+    {
+        for (ky = 0; ky < k_h; ky++) /* the whole window in the image */
+        {
+            pockmcu_dwm_row(dst, row, g, 0, g->k_w, g->off2);
+            dst += k_we;
+            row += row_step;
+        }
+        return;
+    }
+    for (ky = 0; ky < k_h; ky++) /* a window across the border: taps outside are 0 */
+    {
+        if (ky < ky_start || ky >= ky_end || kx_start >= kx_end)
+        {
+            for (w = 0; w < k_we; w += 2)
+            {
+                dst[w] = 0;
+            }
+        }
+        else
+        {
+            pockmcu_dwm_row(dst, row, g, kx_start, kx_end, g->off2);
+        }
+        dst += k_we;
+        row += row_step;
+    }
+}
+
+/* Two pixels (the interleaved columns col) x 2 outputs (the interleaved rows w) over k4 / 4 steps: acc[2 * m + j]
+ * for output m, pixel j. */
+POCKMCU_LOOPS_INLINE void pockmcu_dwm_block2(const uint32_t *col, const uint32_t *w, int32_t steps, int32_t *acc)
 {
     int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
     do
     {
-        uint32_t x0a, x0b, x1a, x1b, wa, wb;
-        pockmcu_read_u32x2_ia(&c0, &x0a, &x0b);
-        pockmcu_read_u32x2_ia(&c1, &x1a, &x1b);
-        pockmcu_read_u32x2_ia(&w0, &wa, &wb);
-        a00 = pockmcu_smlad(x0a, wa, a00);
-        a01 = pockmcu_smlad(x1a, wa, a01);
-        a00 = pockmcu_smlad(x0b, wb, a00);
-        a01 = pockmcu_smlad(x1b, wb, a01);
-        if (n_out == 2)
-        {
-            pockmcu_read_u32x2_ia(&w1, &wa, &wb);
-            a10 = pockmcu_smlad(x0a, wa, a10);
-            a11 = pockmcu_smlad(x1a, wa, a11);
-            a10 = pockmcu_smlad(x0b, wb, a10);
-            a11 = pockmcu_smlad(x1b, wb, a11);
-        }
+        uint32_t x0, x1, w0, w1;
+        pockmcu_read_u32x2_ia(&col, &x0, &x1);
+        pockmcu_read_u32x2_ia(&w, &w0, &w1);
+        a00 = pockmcu_smlad(x0, w0, a00);
+        a01 = pockmcu_smlad(x1, w0, a01);
+        a10 = pockmcu_smlad(x0, w1, a10);
+        a11 = pockmcu_smlad(x1, w1, a11);
+        pockmcu_read_u32x2_ia(&col, &x0, &x1);
+        pockmcu_read_u32x2_ia(&w, &w0, &w1);
+        a00 = pockmcu_smlad(x0, w0, a00);
+        a01 = pockmcu_smlad(x1, w0, a01);
+        a10 = pockmcu_smlad(x0, w1, a10);
+        a11 = pockmcu_smlad(x1, w1, a11);
     } while (--steps > 0);
     acc[0] = a00;
     acc[1] = a01;
@@ -215,9 +270,33 @@ POCKMCU_LOOPS_INLINE void pockmcu_dwm_block(const uint32_t *c0,
     acc[3] = a11;
 }
 
+/* Two pixels x 1 output (a plain row w). */
+POCKMCU_LOOPS_INLINE void pockmcu_dwm_block1(const uint32_t *col, const uint32_t *w, int32_t steps, int32_t *acc)
+{
+    int32_t a00 = acc[0], a01 = acc[1];
+    do
+    {
+        uint32_t x0a, x1a, x0b, x1b, wa, wb;
+        pockmcu_read_u32x2_ia(&col, &x0a, &x1a);
+        pockmcu_read_u32x2_ia(&col, &x0b, &x1b);
+        pockmcu_read_u32x2_ia(&w, &wa, &wb);
+        a00 = pockmcu_smlad(x0a, wa, a00);
+        a01 = pockmcu_smlad(x1a, wa, a01);
+        a00 = pockmcu_smlad(x0b, wb, a00);
+        a01 = pockmcu_smlad(x1b, wb, a01);
+    } while (--steps > 0);
+    acc[0] = a00;
+    acc[1] = a01;
+}
+
 /* One accumulator to its output byte: the fast requantization when fast, else TFLM's. */
-POCKMCU_LOOPS_INLINE int8_t pockmcu_dwm_out(
-    int32_t acc, int32_t fast, const pockmcu_dw_rq *q, int32_t shift, int32_t out_off, int32_t lo, int32_t hi)
+POCKMCU_LOOPS_INLINE int8_t pockmcu_dwm_out(int32_t acc,
+                                            int32_t fast,
+                                            const pockmcu_dw_rq *q,
+                                            int32_t shift,
+                                            int32_t out_off,
+                                            int32_t lo,
+                                            int32_t hi)
 {
     if (fast)
     {
@@ -247,17 +326,21 @@ pockmcu_depthwise_conv_mult_dsp_loops(void *buf,
     const int32_t k_h = filter_dims->h;
     const int32_t k_w = filter_dims->w;
     const int32_t k_w4 = k_w & ~3;
+    const int32_t k_we = (k_w + 1) & ~1;
     const int32_t taps = k_h * k_w;
-    const int32_t k4 = (taps + 3) & ~3;
+    const int32_t k4 = (k_h * k_we + 3) & ~3;
+    const int32_t stride_h = dw_conv_params->stride.h;
+    const int32_t stride_w = dw_conv_params->stride.w;
+    const int32_t pad_h = dw_conv_params->padding.h;
+    const int32_t pad_w = dw_conv_params->padding.w;
     const int32_t out_off = dw_conv_params->output_offset;
     const int32_t act_min = dw_conv_params->activation.min;
     const int32_t act_max = dw_conv_params->activation.max;
     const int32_t *shift = quant_params->shift;
     const int32_t fast = pockmcu_dw_fast_requant_ok(bias_data, shift, out_c, taps);
-    int16_t *const wrows = (int16_t *)(((uintptr_t)buf + 3) & ~(uintptr_t)3);
-    int16_t *const col0 = wrows + ch_mult * k4;
-    int16_t *const col1 = col0 + k4;
-    pockmcu_dw_rq *const rq = (pockmcu_dw_rq *)(void *)(col1 + k4);
+    uint32_t *const wrows = (uint32_t *)(((uintptr_t)buf + 3) & ~(uintptr_t)3); /* k4 / 2 words per output */
+    uint32_t *const col = wrows + ch_mult * (k4 >> 1);
+    pockmcu_dw_rq *const rq = (pockmcu_dw_rq *)(void *)(col + k4);
     pockmcu_dwm_geo g;
     int32_t b, c, m, p, ky, kx;
 
@@ -269,10 +352,9 @@ pockmcu_depthwise_conv_mult_dsp_loops(void *buf,
     g.dil_h = dw_conv_params->dilation.h;
     g.dil_w = dw_conv_params->dilation.w;
     g.off2 = ((uint32_t)dw_conv_params->input_offset & 0xFFFFu) | ((uint32_t)dw_conv_params->input_offset << 16);
-    for (p = taps; p < k4; p++) /* the columns' padding (its weights are 0 too) */
+    for (p = 0; p < k4; p++) /* the entries the gathers never write (their weights are 0 too) */
     {
-        col0[p] = 0;
-        col1[p] = 0;
+        col[p] = 0;
     }
     for (b = 0; b < input_dims->n; b++)
     {
@@ -283,17 +365,20 @@ pockmcu_depthwise_conv_mult_dsp_loops(void *buf,
             g.in = input_data + (int32_t)b * g.in_h * g.in_w * in_c + c;
             for (m = 0; m < ch_mult; m++) /* channel c's weights and requantization parameters */
             {
-                int16_t *wr = wrows + m * k4;
+                const int32_t pair = m + 1 < ch_mult || (m & 1); /* output m has an interleaved row */
+                uint32_t *wr = wrows + (m & ~1) * (k4 >> 1);
+                for (p = 0; p < k4; p++) /* the padding entries 0 */
+                {
+                    pockmcu_dwm_put(wr, pair ? pockmcu_dwm_ix(p, m & 1) : p, 0);
+                }
                 for (ky = 0; ky < k_h; ky++)
                 {
                     for (kx = 0; kx < k_w; kx++)
                     {
-                        wr[ky * k_w + pockmcu_dwm_pos(kx, k_w4)] = filter_data[(ky * k_w + kx) * out_c + oc0 + m];
+                        const int32_t i = ky * k_we + pockmcu_dwm_pos(kx, k_w4);
+                        pockmcu_dwm_put(
+                            wr, pair ? pockmcu_dwm_ix(i, m & 1) : i, filter_data[(ky * k_w + kx) * out_c + oc0 + m]);
                     }
-                }
-                for (p = taps; p < k4; p++)
-                {
-                    wr[p] = 0;
                 }
                 rq[m] = pockmcu_dw_rq_of(quant_params->multiplier[oc0 + m], shift[oc0 + m]);
             }
@@ -305,47 +390,26 @@ pockmcu_depthwise_conv_mult_dsp_loops(void *buf,
                 const int32_t oy1 = p1 / out_w, ox1 = p1 - oy1 * out_w;
                 int8_t *out0 = out_c0 + p * out_c;
                 int8_t *out1 = out_c0 + p1 * out_c;
-                pockmcu_dwm_gather(col0,
-                                   &g,
-                                   oy0 * dw_conv_params->stride.h - dw_conv_params->padding.h,
-                                   ox0 * dw_conv_params->stride.w - dw_conv_params->padding.w);
-                pockmcu_dwm_gather(col1,
-                                   &g,
-                                   oy1 * dw_conv_params->stride.h - dw_conv_params->padding.h,
-                                   ox1 * dw_conv_params->stride.w - dw_conv_params->padding.w);
-                for (m = 0; m < ch_mult; m += 2)
+                pockmcu_dwm_gather(col, 0, &g, oy0 * stride_h - pad_h, ox0 * stride_w - pad_w);
+                pockmcu_dwm_gather(col, 1, &g, oy1 * stride_h - pad_h, ox1 * stride_w - pad_w);
+                for (m = 0; m + 1 < ch_mult; m += 2)
                 {
                     const int32_t oc = oc0 + m;
-                    const int32_t two = m + 1 < ch_mult;
-                    const int32_t b0 = bias_data != NULL ? bias_data[oc] : 0;
-                    const int32_t b1 = bias_data != NULL && two ? bias_data[oc + 1] : 0;
                     int32_t acc[4];
-                    acc[0] = b0;
-                    acc[1] = b0;
-                    acc[2] = b1;
-                    acc[3] = b1;
-                    if (two)
-                    {
-                        pockmcu_dwm_block((const uint32_t *)(const void *)col0,
-                                          (const uint32_t *)(const void *)col1,
-                                          (const uint32_t *)(const void *)(wrows + m * k4),
-                                          (const uint32_t *)(const void *)(wrows + (m + 1) * k4),
-                                          k4 >> 2,
-                                          2,
-                                          acc);
-                        out0[m + 1] = pockmcu_dwm_out(acc[2], fast, &rq[m + 1], shift[oc + 1], out_off, act_min, act_max);
-                        out1[m + 1] = pockmcu_dwm_out(acc[3], fast, &rq[m + 1], shift[oc + 1], out_off, act_min, act_max);
-                    }
-                    else
-                    {
-                        pockmcu_dwm_block((const uint32_t *)(const void *)col0,
-                                          (const uint32_t *)(const void *)col1,
-                                          (const uint32_t *)(const void *)(wrows + m * k4),
-                                          NULL,
-                                          k4 >> 2,
-                                          1,
-                                          acc);
-                    }
+                    acc[0] = acc[1] = bias_data != NULL ? bias_data[oc] : 0;
+                    acc[2] = acc[3] = bias_data != NULL ? bias_data[oc + 1] : 0;
+                    pockmcu_dwm_block2(col, wrows + m * (k4 >> 1), k4 >> 2, acc);
+                    out0[m] = pockmcu_dwm_out(acc[0], fast, &rq[m], shift[oc], out_off, act_min, act_max);
+                    out1[m] = pockmcu_dwm_out(acc[1], fast, &rq[m], shift[oc], out_off, act_min, act_max);
+                    out0[m + 1] = pockmcu_dwm_out(acc[2], fast, &rq[m + 1], shift[oc + 1], out_off, act_min, act_max);
+                    out1[m + 1] = pockmcu_dwm_out(acc[3], fast, &rq[m + 1], shift[oc + 1], out_off, act_min, act_max);
+                }
+                if (m < ch_mult) /* an odd last output */
+                {
+                    const int32_t oc = oc0 + m;
+                    int32_t acc[2];
+                    acc[0] = acc[1] = bias_data != NULL ? bias_data[oc] : 0;
+                    pockmcu_dwm_block1(col, wrows + m * (k4 >> 1), k4 >> 2, acc);
                     out0[m] = pockmcu_dwm_out(acc[0], fast, &rq[m], shift[oc], out_off, act_min, act_max);
                     out1[m] = pockmcu_dwm_out(acc[1], fast, &rq[m], shift[oc], out_off, act_min, act_max);
                 }
