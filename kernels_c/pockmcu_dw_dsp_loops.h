@@ -217,6 +217,27 @@ POCKMCU_LOOPS_INLINE void pockmcu_dwm_gather(uint32_t *col, int32_t j, const poc
 
     if (ky_start == 0 && ky_end == k_h && kx_start == 0 && kx_end == g->k_w)
     {
+        const int32_t k_w4 = g->k_w & ~3;
+        if (g->dil_w * g->in_c == 1 && k_w4 == g->k_w)
+        {
+            /* the whole window in the image, contiguous rows of whole groups of 4 taps */
+            const uint32_t off2 = g->off2;
+            for (ky = 0; ky < k_h; ky++)
+            {
+                const int8_t *ip = row;
+                uint32_t *d = dst;
+                for (w = k_w4; w > 0; w -= 4)
+                {
+                    const uint32_t x = pockmcu_read_s8x4_ia(&ip);
+                    d[0] = pockmcu_sxtab16(off2, x);
+                    d[2] = pockmcu_sxtab16_ror8(off2, x);
+                    d += 4;
+                }
+                dst += k_we;
+                row += row_step;
+            }
+            return;
+        }
         for (ky = 0; ky < k_h; ky++) /* the whole window in the image */
         {
             pockmcu_dwm_row(dst, row, g, 0, g->k_w, g->off2);
@@ -305,8 +326,16 @@ POCKMCU_LOOPS_INLINE int8_t pockmcu_dwm_out(int32_t acc,
     return (int8_t)pockmcu_clamp_i32(pockmcu_requantize(acc, q->mult, shift) + out_off, lo, hi);
 }
 
+/* Out of line: the channel-multiplier loops get their own register allocation (inlined into the kernel with the
+ * loops of multiplier 1 they spill in their inner loops). */
+#if defined(__GNUC__) || defined(__clang__)
+    #define POCKMCU_DWM_NOINLINE static __attribute__((noinline, unused))
+#else
+    #define POCKMCU_DWM_NOINLINE static inline
+#endif
+
 /* The channel-multiplier loops; scratch: pockmcu_dwm_buffer_size bytes at buf (any alignment). */
-POCKMCU_LOOPS_INLINE arm_cmsis_nn_status
+POCKMCU_DWM_NOINLINE arm_cmsis_nn_status
 pockmcu_depthwise_conv_mult_dsp_loops(void *buf,
                                       const cmsis_nn_dw_conv_params *dw_conv_params,
                                       const cmsis_nn_per_channel_quant_params *quant_params,
