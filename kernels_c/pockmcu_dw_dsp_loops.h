@@ -187,16 +187,25 @@ POCKMCU_LOOPS_INLINE void pockmcu_dwm_row(uint32_t *dst,
     }
     else
     {
+        /* tap k, or 0 outside the image (one unsigned compare for kx_start <= k < kx_end) */
+#define POCKMCU_DWM_TAP(k) ((uint32_t)((k)-kx_start) < n_in ? (int32_t)ip[(k)*step] + in_off : 0)
         const int32_t in_off = (int32_t)(int16_t)(uint16_t)(off2 & 0xFFFFu);
-        for (kx = 0; kx < k_w; kx += 2) /* entries kx, kx + 1: taps pos^-1 (the order is its own inverse) */
+        const uint32_t n_in = (uint32_t)(kx_end - kx_start);
+        for (kx = 0; kx < k_w4; kx += 4) /* taps 0, 2 in one word, 1, 3 in the next */
         {
-            const int32_t a = kx < k_w4 ? pockmcu_dwm_pos(kx, k_w4) : kx;
-            const int32_t b = kx + 1 < k_w4 ? pockmcu_dwm_pos(kx + 1, k_w4) : kx + 1;
-            const int32_t xa = a >= kx_start && a < kx_end ? ip[a * step] + in_off : 0;
-            const int32_t xb = b >= kx_start && b < kx_end ? ip[b * step] + in_off : 0;
-            *dst = pockmcu_pkhbt_lsl16((uint32_t)xa, (uint32_t)xb);
+            const int32_t t0 = POCKMCU_DWM_TAP(kx), t1 = POCKMCU_DWM_TAP(kx + 1);
+            const int32_t t2 = POCKMCU_DWM_TAP(kx + 2), t3 = POCKMCU_DWM_TAP(kx + 3);
+            dst[0] = pockmcu_pkhbt_lsl16((uint32_t)t0, (uint32_t)t2);
+            dst[2] = pockmcu_pkhbt_lsl16((uint32_t)t1, (uint32_t)t3);
+            dst += 4;
+        }
+        for (; kx < k_w; kx += 2) /* the last 1 to 3 taps in order (a lone last one with a 0) */
+        {
+            const int32_t t0 = POCKMCU_DWM_TAP(kx), t1 = kx + 1 < k_w ? POCKMCU_DWM_TAP(kx + 1) : 0;
+            *dst = pockmcu_pkhbt_lsl16((uint32_t)t0, (uint32_t)t1);
             dst += 2;
         }
+#undef POCKMCU_DWM_TAP
     }
 }
 
