@@ -343,18 +343,18 @@ POCKMCU_LOOPS_INLINE int8_t pockmcu_dwm_out(int32_t acc,
     #define POCKMCU_DWM_NOINLINE static inline
 #endif
 
-/* The channel-multiplier loops; scratch: pockmcu_dwm_buffer_size bytes at buf (any alignment). */
-POCKMCU_DWM_NOINLINE arm_cmsis_nn_status
-pockmcu_depthwise_conv_mult_dsp_loops(void *buf,
-                                      const cmsis_nn_dw_conv_params *dw_conv_params,
-                                      const cmsis_nn_per_channel_quant_params *quant_params,
-                                      const cmsis_nn_dims *input_dims,
-                                      const int8_t *input_data,
-                                      const cmsis_nn_dims *filter_dims,
-                                      const int8_t *filter_data,
-                                      const int32_t *bias_data,
-                                      const cmsis_nn_dims *output_dims,
-                                      int8_t *output_data)
+/* The channel-multiplier loops with the fast requantization (fast 1, a constant) or TFLM's (0). */
+POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_dwm_loops_as(void *buf,
+                                                              const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                              const cmsis_nn_per_channel_quant_params *quant_params,
+                                                              const cmsis_nn_dims *input_dims,
+                                                              const int8_t *input_data,
+                                                              const cmsis_nn_dims *filter_dims,
+                                                              const int8_t *filter_data,
+                                                              const int32_t *bias_data,
+                                                              const cmsis_nn_dims *output_dims,
+                                                              int8_t *output_data,
+                                                              const int32_t fast)
 {
     const int32_t in_c = input_dims->c;
     const int32_t ch_mult = dw_conv_params->ch_mult;
@@ -365,7 +365,6 @@ pockmcu_depthwise_conv_mult_dsp_loops(void *buf,
     const int32_t k_w = filter_dims->w;
     const int32_t k_w4 = k_w & ~3;
     const int32_t k_we = (k_w + 1) & ~1;
-    const int32_t taps = k_h * k_w;
     const int32_t k4 = (k_h * k_we + 3) & ~3;
     const int32_t stride_h = dw_conv_params->stride.h;
     const int32_t stride_w = dw_conv_params->stride.w;
@@ -375,7 +374,6 @@ pockmcu_depthwise_conv_mult_dsp_loops(void *buf,
     const int32_t act_min = dw_conv_params->activation.min;
     const int32_t act_max = dw_conv_params->activation.max;
     const int32_t *shift = quant_params->shift;
-    const int32_t fast = pockmcu_dw_fast_requant_ok(bias_data, shift, out_c, taps);
     uint32_t *const wrows = (uint32_t *)(((uintptr_t)buf + 3) & ~(uintptr_t)3); /* k4 / 2 words per output */
     uint32_t *const col = wrows + ch_mult * (k4 >> 1);
     pockmcu_dw_rq *const rq = (pockmcu_dw_rq *)(void *)(col + k4);
@@ -455,6 +453,46 @@ pockmcu_depthwise_conv_mult_dsp_loops(void *buf,
         }
     }
     return ARM_CMSIS_NN_SUCCESS;
+}
+
+/* The channel-multiplier loops; scratch: pockmcu_dwm_buffer_size bytes at buf (any alignment). */
+POCKMCU_DWM_NOINLINE arm_cmsis_nn_status
+pockmcu_depthwise_conv_mult_dsp_loops(void *buf,
+                                      const cmsis_nn_dw_conv_params *dw_conv_params,
+                                      const cmsis_nn_per_channel_quant_params *quant_params,
+                                      const cmsis_nn_dims *input_dims,
+                                      const int8_t *input_data,
+                                      const cmsis_nn_dims *filter_dims,
+                                      const int8_t *filter_data,
+                                      const int32_t *bias_data,
+                                      const cmsis_nn_dims *output_dims,
+                                      int8_t *output_data)
+{
+    if (pockmcu_dw_fast_requant_ok(bias_data, quant_params->shift, output_dims->c, filter_dims->h * filter_dims->w))
+    {
+        return pockmcu_dwm_loops_as(buf,
+                                    dw_conv_params,
+                                    quant_params,
+                                    input_dims,
+                                    input_data,
+                                    filter_dims,
+                                    filter_data,
+                                    bias_data,
+                                    output_dims,
+                                    output_data,
+                                    1);
+    }
+    return pockmcu_dwm_loops_as(buf,
+                                dw_conv_params,
+                                quant_params,
+                                input_dims,
+                                input_data,
+                                filter_dims,
+                                filter_data,
+                                bias_data,
+                                output_dims,
+                                output_data,
+                                0);
 }
 
 /* k_h_c, k_w_c: the filter size as constants (a specialization; 0: read filter_dims). */
