@@ -16,8 +16,9 @@
  * when 2a fits 32 bits; RoundingDivideByPOT(x, e) = (x + 2^(e-1) - [x < 0]) >> e for e >= 1 when that
  * sum does not overflow. The kernel checks once per call that every channel's accumulator bound
  * (|bias| + taps * 255 * 128) shifted left by its left shift + 1 stays below 2^31 (then |x| < 2^30 too);
- * otherwise, and for a channel multiplier above 1, it runs the portable loops (pockmcu_layer_loops.h),
- * so every call equals arm_depthwise_conv_wrapper_s8 byte for byte.
+ * otherwise it runs the portable loops (pockmcu_layer_loops.h), so every call equals
+ * arm_depthwise_conv_wrapper_s8 byte for byte. A channel multiplier above 1 takes the loops of the
+ * section "channel multiplier above 1" below (with the scratch; without it the portable loops).
  */
 #ifndef POCKMCU_DW_DSP_LOOPS_H
 #define POCKMCU_DW_DSP_LOOPS_H

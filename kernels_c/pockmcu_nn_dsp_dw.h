@@ -22,11 +22,16 @@ extern "C" {
  *
  * Four channels per 32-bit load with the input offset added during sign extension (SXTAB16), SMLABB /
  * SMLATT per channel, two output pixels of a row sharing the weights; TFLM's double-rounding
- * requantization through SMMULR where the layer's bias and shifts prove it exact (checked per call).
- * A channel multiplier above 1, or a layer whose accumulators could leave that range, runs the
- * portable loops.
+ * requantization through SMMULR where the layer's bias and shifts prove it exact (checked per call); a
+ * layer whose accumulators could leave that range runs the portable loops. A channel multiplier above 1
+ * runs each input channel as a convolution with ch_mult outputs: the channel's weights extended once to
+ * int16 rows in the scratch, per two output pixels the window's taps gathered into int16 columns (input
+ * offset added, 0 outside the image), 2 pixels x 2 outputs per SMLAD step with LDRD loads, the exact fast
+ * requantization where proven, TFLM's otherwise.
  *
- * @param[in]      ctx            Scratch context; not read (the *_get_buffer_size query returns 0).
+ * @param[in]      ctx            Scratch: for a channel multiplier above 1, buf of at least the
+ *                                *_get_buffer_size bytes (any alignment; buf NULL or a smaller size runs the
+ *                                portable loops); not read otherwise.
  * @param[in]      dw_conv_params input_offset (-input zero point), output_offset, ch_mult, stride,
  *                                padding (top / left; bottom / right implied), dilation, activation.
  * @param[in]      quant_params   Per output channel multiplier and shift (TFLM QuantizeMultiplier).
@@ -54,7 +59,10 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_dsp_s8(const cmsis_nn_context *ctx,
                                                   int8_t *output_data);
 
 /**
- * @brief Scratch size of pockmcu_depthwise_conv_dsp_s8: 0. Arguments as for the kernel; not read.
+ * @brief Scratch size of pockmcu_depthwise_conv_dsp_s8: 0 for a channel multiplier of 1, else
+ *        2 * k4 * (ch_mult + 2) + 20 * ch_mult + 4 bytes with k4 = KH * (KW rounded up to even) rounded up
+ *        to 4 (weight rows, two columns, requantization parameters, alignment). Reads dw_conv_params->ch_mult
+ *        and the filter size.
  */
 int32_t pockmcu_depthwise_conv_dsp_s8_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params,
                                                       const cmsis_nn_dims *input_dims,

@@ -161,8 +161,9 @@ def dsp_column_bytes(depth: int, count: int) -> int:
 # multiplier 1, no dilation and a scale below 1/2 with a bias its requantization takes exactly (decided at
 # compile time; the 3x3 kernel's row loops over a scratch ring, the planner sizes it), "" otherwise. On a DSP core every TFLM
 # depthwise layer takes a DSP kernel: per loaded word it does the work of 4 scalar MACs and it never does
-# more work than the portable loops (it runs them itself for ch_mult > 1 and for accumulator ranges its
-# fast requantization cannot prove exact), so the cost rule is "DSP kernel whenever the core has DSP".
+# more work than the portable loops (it runs them itself for accumulator ranges its fast requantization cannot
+# prove exact; ch_mult > 1 gathers int16 columns into a planned scratch and runs SMLAD), so the cost rule is
+# "DSP kernel whenever the core has DSP".
 TABLE["DEPTHWISE_CONV_2D"] = TABLE["DEPTHWISE_CONV_2D"] + (
     _k("arm_depthwise_conv_wrapper_s8", "tflm", "3x3"),
     _k("pockmcu_depthwise_conv_ort_s8", "onnxruntime", "3x3"),
