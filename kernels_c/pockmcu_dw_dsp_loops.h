@@ -236,13 +236,14 @@ POCKMCU_LOOPS_INLINE void pockmcu_dwm_gather(uint32_t *col, int32_t j, const poc
             {
                 const int8_t *ip = row;
                 uint32_t *d = dst;
-                for (w = k_w4; w > 0; w -= 4)
+                w = k_w4 >> 2; /* at least 1 */
+                do
                 {
                     const uint32_t x = pockmcu_read_s8x4_ia(&ip);
                     d[0] = pockmcu_sxtab16(off2, x);
                     d[2] = pockmcu_sxtab16_ror8(off2, x);
                     d += 4;
-                }
+                } while (--w != 0);
                 dst += k_we;
                 row += row_step;
             }
@@ -276,25 +277,38 @@ POCKMCU_LOOPS_INLINE void pockmcu_dwm_gather(uint32_t *col, int32_t j, const poc
 
 /* Two pixels (the interleaved columns col) x 2 outputs (the interleaved rows w) over k4 / 4 steps: acc[2 * m + j]
  * for output m, pixel j. */
+/* One word of both pixels x both outputs. */
+#define POCKMCU_DWM_STEP2()                                                                                            \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        uint32_t x0_, x1_, w0_, w1_;                                                                                   \
+        pockmcu_read_u32x2_ia(&col, &x0_, &x1_);                                                                       \
+        pockmcu_read_u32x2_ia(&w, &w0_, &w1_);                                                                         \
+        a00 = pockmcu_smlad(x0_, w0_, a00);                                                                            \
+        a01 = pockmcu_smlad(x1_, w0_, a01);                                                                            \
+        a10 = pockmcu_smlad(x0_, w1_, a10);                                                                            \
+        a11 = pockmcu_smlad(x1_, w1_, a11);                                                                            \
+    } while (0)
+
 POCKMCU_LOOPS_INLINE void pockmcu_dwm_block2(const uint32_t *col, const uint32_t *w, int32_t steps, int32_t *acc)
 {
     int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
-    do
+    if (steps & 1) /* steps of 4 taps: an odd one first, then pairs (8 taps per loop trip) */
     {
-        uint32_t x0, x1, w0, w1;
-        pockmcu_read_u32x2_ia(&col, &x0, &x1);
-        pockmcu_read_u32x2_ia(&w, &w0, &w1);
-        a00 = pockmcu_smlad(x0, w0, a00);
-        a01 = pockmcu_smlad(x1, w0, a01);
-        a10 = pockmcu_smlad(x0, w1, a10);
-        a11 = pockmcu_smlad(x1, w1, a11);
-        pockmcu_read_u32x2_ia(&col, &x0, &x1);
-        pockmcu_read_u32x2_ia(&w, &w0, &w1);
-        a00 = pockmcu_smlad(x0, w0, a00);
-        a01 = pockmcu_smlad(x1, w0, a01);
-        a10 = pockmcu_smlad(x0, w1, a10);
-        a11 = pockmcu_smlad(x1, w1, a11);
-    } while (--steps > 0);
+        POCKMCU_DWM_STEP2();
+        POCKMCU_DWM_STEP2();
+    }
+    steps >>= 1;
+    if (steps != 0)
+    {
+        do
+        {
+            POCKMCU_DWM_STEP2();
+            POCKMCU_DWM_STEP2();
+            POCKMCU_DWM_STEP2();
+            POCKMCU_DWM_STEP2();
+        } while (--steps != 0);
+    }
     acc[0] = a00;
     acc[1] = a01;
     acc[2] = a10;
@@ -315,7 +329,7 @@ POCKMCU_LOOPS_INLINE void pockmcu_dwm_block1(const uint32_t *col, const uint32_t
         a01 = pockmcu_smlad(x1a, wa, a01);
         a00 = pockmcu_smlad(x0b, wb, a00);
         a01 = pockmcu_smlad(x1b, wb, a01);
-    } while (--steps > 0);
+    } while (--steps != 0);
     acc[0] = a00;
     acc[1] = a01;
 }
