@@ -137,7 +137,8 @@ typedef struct
 {
     const int8_t *in; /* the batch's input at channel c */
     int32_t in_h, in_w, in_c, k_h, k_w, dil_h, dil_w;
-    uint32_t off2; /* the input offset in both 16-bit lanes */
+    int32_t ext_h, ext_w; /* (k - 1) * dilation: the last tap's distance from the first */
+    uint32_t off2;        /* the input offset in both 16-bit lanes */
 } pockmcu_dwm_geo;
 
 /* One filter row of column j: the words of its k_we entries at dst[0], dst[2], ... (dst: the row's first word of
@@ -216,16 +217,12 @@ POCKMCU_LOOPS_INLINE void pockmcu_dwm_gather(uint32_t *col, int32_t j, const poc
 {
     const int32_t k_h = g->k_h;
     const int32_t k_we = (g->k_w + 1) & ~1;
-    const int32_t ky_start = pockmcu_window_start(y0, g->dil_h);
-    const int32_t ky_end = pockmcu_window_end(y0, g->dil_h, g->in_h, k_h);
-    const int32_t kx_start = pockmcu_window_start(x0, g->dil_w);
-    const int32_t kx_end = pockmcu_window_end(x0, g->dil_w, g->in_w, g->k_w);
     const int32_t row_step = g->dil_h * g->in_w * g->in_c;
     const int8_t *row = g->in + (y0 * g->in_w + x0) * g->in_c;
     uint32_t *dst = col + j; /* word w of pixel j: dst[2 * w] */
-    int32_t ky, w;
+    int32_t ky_start, ky_end, kx_start, kx_end, ky, w;
 
-    if (ky_start == 0 && ky_end == k_h && kx_start == 0 && kx_end == g->k_w)
+    if (y0 >= 0 && y0 + g->ext_h < g->in_h && x0 >= 0 && x0 + g->ext_w < g->in_w) /* every tap in the image */
     {
         const int32_t k_w4 = g->k_w & ~3;
         if (g->dil_w * g->in_c == 1 && k_w4 == g->k_w)
@@ -257,6 +254,10 @@ POCKMCU_LOOPS_INLINE void pockmcu_dwm_gather(uint32_t *col, int32_t j, const poc
         }
         return;
     }
+    ky_start = pockmcu_window_start(y0, g->dil_h);
+    ky_end = pockmcu_window_end(y0, g->dil_h, g->in_h, k_h);
+    kx_start = pockmcu_window_start(x0, g->dil_w);
+    kx_end = pockmcu_window_end(x0, g->dil_w, g->in_w, g->k_w);
     for (ky = 0; ky < k_h; ky++) /* a window across the border: taps outside are 0 */
     {
         if (ky < ky_start || ky >= ky_end || kx_start >= kx_end)
@@ -402,6 +403,8 @@ POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_dwm_loops_as(void *buf,
     g.k_w = k_w;
     g.dil_h = dw_conv_params->dilation.h;
     g.dil_w = dw_conv_params->dilation.w;
+    g.ext_h = (k_h - 1) * g.dil_h;
+    g.ext_w = (k_w - 1) * g.dil_w;
     g.off2 = ((uint32_t)dw_conv_params->input_offset & 0xFFFFu) | ((uint32_t)dw_conv_params->input_offset << 16);
     for (p = 0; p < k4; p++) /* the entries the gathers never write (their weights are 0 too) */
     {
@@ -433,16 +436,29 @@ POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_dwm_loops_as(void *buf,
                 }
                 rq[m] = pockmcu_dw_rq_of(quant_params->multiplier[oc0 + m], shift[oc0 + m]);
             }
+            /* pixels p and p + 1 at windows (y0, x0) and (y1, x1), stepped without divisions */
+            int32_t y0 = -pad_h, x0 = -pad_w, ox0 = 0;
             for (p = 0; p < pixels; p += 2)
             {
-                /* pixels p and p + 1 (the last pixel alone computes its column twice) */
+                /* the last pixel alone computes its column twice */
                 const int32_t p1 = p + 1 < pixels ? p + 1 : p;
-                const int32_t oy0 = p / out_w, ox0 = p - oy0 * out_w;
-                const int32_t oy1 = p1 / out_w, ox1 = p1 - oy1 * out_w;
+                const int32_t wrap = p1 != p && ox0 + 1 == out_w;
+                const int32_t y1 = wrap ? y0 + stride_h : y0;
+                const int32_t x1 = wrap ? -pad_w : (p1 != p ? x0 + stride_w : x0);
                 int8_t *out0 = out_c0 + p * out_c;
                 int8_t *out1 = out_c0 + p1 * out_c;
-                pockmcu_dwm_gather(col, 0, &g, oy0 * stride_h - pad_h, ox0 * stride_w - pad_w);
-                pockmcu_dwm_gather(col, 1, &g, oy1 * stride_h - pad_h, ox1 * stride_w - pad_w);
+                pockmcu_dwm_gather(col, 0, &g, y0, x0);
+                pockmcu_dwm_gather(col, 1, &g, y1, x1);
+                /* the next pair starts one pixel after (y1, x1) */
+                ox0 = wrap ? 1 : ox0 + 2;
+                x0 = x1 + stride_w;
+                y0 = y1;
+                if (ox0 >= out_w)
+                {
+                    ox0 -= out_w;
+                    x0 = -pad_w + ox0 * stride_w;
+                    y0 += stride_h;
+                }
                 for (m = 0; m + 1 < ch_mult; m += 2)
                 {
                     const int32_t oc = oc0 + m;
