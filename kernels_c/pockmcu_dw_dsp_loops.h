@@ -92,6 +92,137 @@ POCKMCU_LOOPS_INLINE int8_t pockmcu_dw_out(int32_t acc, pockmcu_dw_rq q, int32_t
         a3 = pockmcu_smlatt(x13_, w13_, a3);                                                                           \
     } while (0)
 
+/* The loops of channel multiplier 1 (after the checks of pockmcu_depthwise_conv_dsp_loops): ch channels of input
+ * and filter (filter row stride ch), output channel c at out[c * ocs] of pixels ch * ocs bytes apart (ocs 1, or
+ * ch_mult for one output of each input channel), bias / mult / shift indexed by c. */
+POCKMCU_LOOPS_INLINE void pockmcu_dw_c1_loops(const cmsis_nn_dw_conv_params *dw_conv_params,
+                                              const cmsis_nn_dims *input_dims,
+                                              const int8_t *input_data,
+                                              const int32_t k_h,
+                                              const int32_t k_w,
+                                              const int8_t *filter_data,
+                                              const int32_t *bias_data,
+                                              const int32_t *mult,
+                                              const int32_t *shift,
+                                              const int32_t out_h,
+                                              const int32_t out_w,
+                                              int8_t *output_data,
+                                              const int32_t ocs)
+{
+    const int32_t batches = input_dims->n;
+    const int32_t in_h = input_dims->h;
+    const int32_t in_w = input_dims->w;
+    const int32_t ch = input_dims->c;
+    const int32_t stride_h = dw_conv_params->stride.h;
+    const int32_t stride_w = dw_conv_params->stride.w;
+    const int32_t dil_h = dw_conv_params->dilation.h;
+    const int32_t dil_w = dw_conv_params->dilation.w;
+    const int32_t pad_h = dw_conv_params->padding.h;
+    const int32_t pad_w = dw_conv_params->padding.w;
+    const int32_t in_off = dw_conv_params->input_offset;
+    const int32_t out_off = dw_conv_params->output_offset;
+    const int32_t act_min = dw_conv_params->activation.min;
+    const int32_t act_max = dw_conv_params->activation.max;
+    const uint32_t off2 = ((uint32_t)in_off & 0xFFFFu) | ((uint32_t)in_off << 16);
+    const int32_t ch4 = ch & ~3;
+    int32_t b, oy, ox, c;
+
+    for (b = 0; b < batches; b++)
+    {
+        const int8_t *in_batch = input_data + (int32_t)b * in_h * in_w * ch;
+        for (oy = 0; oy < out_h; oy++)
+        {
+            const int32_t in_y0 = oy * stride_h - pad_h;
+            const int32_t ky_start = pockmcu_window_start(in_y0, dil_h);
+            const int32_t ky_end = pockmcu_window_end(in_y0, dil_h, in_h, k_h);
+            int8_t *out_row = output_data + ((int32_t)b * out_h + oy) * out_w * ch * ocs;
+            for (ox = 0; ox < out_w; ox++)
+            {
+                const int32_t in_x0 = ox * stride_w - pad_w;
+                const int32_t kx_start = pockmcu_window_start(in_x0, dil_w);
+                const int32_t kx_end = pockmcu_window_end(in_x0, dil_w, in_w, k_w);
+                const int32_t full = ky_start == 0 && ky_end == k_h && kx_start == 0 && kx_end == k_w;
+                const int8_t *in_px = in_batch + ((in_y0 + ky_start * dil_h) * in_w + in_x0 + kx_start * dil_w) * ch;
+                const int8_t *w_px = filter_data + (ky_start * k_w + kx_start) * ch;
+                const int32_t row_step = dil_h * in_w * ch;
+                const int32_t col_step = dil_w * ch;
+                int8_t *out = out_row + ox * ch * ocs;
+
+                for (c = 0; c < ch4; c += 4)
+                {
+                    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+                    int32_t ky, kx;
+                    if (bias_data != NULL)
+                    {
+                        a0 = bias_data[c];
+                        a1 = bias_data[c + 1];
+                        a2 = bias_data[c + 2];
+                        a3 = bias_data[c + 3];
+                    }
+                    if (full) /* the whole window in the image: constant trip counts when specialized */
+                    {
+                        const int8_t *row = in_px + c;
+                        const int8_t *wp = w_px + c;
+                        for (ky = 0; ky < k_h; ky++)
+                        {
+                            const int8_t *ip = row;
+                            for (kx = 0; kx < k_w; kx++)
+                            {
+                                POCKMCU_DW_TAP(ip, wp);
+                                ip += col_step;
+                                wp += ch;
+                            }
+                            row += row_step;
+                        }
+                    }
+                    else
+                    {
+                        const int8_t *row = in_px + c;
+                        const int8_t *wrow = w_px + c;
+                        for (ky = ky_start; ky < ky_end; ky++)
+                        {
+                            const int8_t *ip = row;
+                            const int8_t *wp = wrow;
+                            for (kx = kx_start; kx < kx_end; kx++)
+                            {
+                                POCKMCU_DW_TAP(ip, wp);
+                                ip += col_step;
+                                wp += ch;
+                            }
+                            row += row_step;
+                            wrow += k_w * ch;
+                        }
+                    }
+                    out[c * ocs] = pockmcu_dw_out(a0, pockmcu_dw_rq_of(mult[c], shift[c]), out_off, act_min, act_max);
+                    out[(c + 1) * ocs] =
+                        pockmcu_dw_out(a1, pockmcu_dw_rq_of(mult[c + 1], shift[c + 1]), out_off, act_min, act_max);
+                    out[(c + 2) * ocs] =
+                        pockmcu_dw_out(a2, pockmcu_dw_rq_of(mult[c + 2], shift[c + 2]), out_off, act_min, act_max);
+                    out[(c + 3) * ocs] =
+                        pockmcu_dw_out(a3, pockmcu_dw_rq_of(mult[c + 3], shift[c + 3]), out_off, act_min, act_max);
+                }
+                for (; c < ch; c++) /* the last 1 to 3 channels, one at a time */
+                {
+                    int32_t acc = bias_data != NULL ? bias_data[c] : 0;
+                    const int8_t *row = in_px + c;
+                    const int8_t *wrow = w_px + c;
+                    int32_t ky, kx;
+                    for (ky = ky_start; ky < ky_end; ky++)
+                    {
+                        for (kx = 0; kx < kx_end - kx_start; kx++)
+                        {
+                            acc += (int32_t)wrow[kx * ch] * ((int32_t)row[kx * col_step] + in_off);
+                        }
+                        row += row_step;
+                        wrow += k_w * ch;
+                    }
+                    out[c * ocs] = pockmcu_dw_out(acc, pockmcu_dw_rq_of(mult[c], shift[c]), out_off, act_min, act_max);
+                }
+            }
+        }
+    }
+}
+
 /* -- channel multiplier above 1 (dwmult, issue 13) --------------------------------------------------------------
  *
  * Each input channel is a small convolution with one input channel and ch_mult outputs. Per input channel c the
@@ -542,29 +673,15 @@ pockmcu_depthwise_conv_dsp_loops(const cmsis_nn_context *ctx,
                                  const int32_t k_h_c,
                                  const int32_t k_w_c)
 {
-    const int32_t batches = input_dims->n;
-    const int32_t in_h = input_dims->h;
-    const int32_t in_w = input_dims->w;
     const int32_t ch = input_dims->c;
-    const int32_t out_h = output_dims->h;
-    const int32_t out_w = output_dims->w;
     const int32_t k_h = k_h_c > 0 ? k_h_c : filter_dims->h;
     const int32_t k_w = k_w_c > 0 ? k_w_c : filter_dims->w;
     const int32_t stride_h = dw_conv_params->stride.h;
     const int32_t stride_w = dw_conv_params->stride.w;
     const int32_t dil_h = dw_conv_params->dilation.h;
     const int32_t dil_w = dw_conv_params->dilation.w;
-    const int32_t pad_h = dw_conv_params->padding.h;
-    const int32_t pad_w = dw_conv_params->padding.w;
-    const int32_t in_off = dw_conv_params->input_offset;
-    const int32_t out_off = dw_conv_params->output_offset;
-    const int32_t act_min = dw_conv_params->activation.min;
-    const int32_t act_max = dw_conv_params->activation.max;
     const int32_t *mult = quant_params->multiplier;
     const int32_t *shift = quant_params->shift;
-    const uint32_t off2 = ((uint32_t)in_off & 0xFFFFu) | ((uint32_t)in_off << 16);
-    const int32_t ch4 = ch & ~3;
-    int32_t b, oy, ox, c;
 
     if (dw_conv_params->ch_mult > 1 && output_dims->c == ch * dw_conv_params->ch_mult && filter_dims->h == k_h &&
         filter_dims->w == k_w && stride_h >= 1 && stride_w >= 1 && dil_h >= 1 && dil_w >= 1 && ctx != NULL &&
@@ -602,100 +719,19 @@ pockmcu_depthwise_conv_dsp_loops(const cmsis_nn_context *ctx,
     (void)ctx;
     (void)bias_dims;
 
-    for (b = 0; b < batches; b++)
-    {
-        const int8_t *in_batch = input_data + (int32_t)b * in_h * in_w * ch;
-        for (oy = 0; oy < out_h; oy++)
-        {
-            const int32_t in_y0 = oy * stride_h - pad_h;
-            const int32_t ky_start = pockmcu_window_start(in_y0, dil_h);
-            const int32_t ky_end = pockmcu_window_end(in_y0, dil_h, in_h, k_h);
-            int8_t *out_row = output_data + ((int32_t)b * out_h + oy) * out_w * ch;
-            for (ox = 0; ox < out_w; ox++)
-            {
-                const int32_t in_x0 = ox * stride_w - pad_w;
-                const int32_t kx_start = pockmcu_window_start(in_x0, dil_w);
-                const int32_t kx_end = pockmcu_window_end(in_x0, dil_w, in_w, k_w);
-                const int32_t full = ky_start == 0 && ky_end == k_h && kx_start == 0 && kx_end == k_w;
-                const int8_t *in_px = in_batch + ((in_y0 + ky_start * dil_h) * in_w + in_x0 + kx_start * dil_w) * ch;
-                const int8_t *w_px = filter_data + (ky_start * k_w + kx_start) * ch;
-                const int32_t row_step = dil_h * in_w * ch;
-                const int32_t col_step = dil_w * ch;
-                int8_t *out = out_row + ox * ch;
-
-                for (c = 0; c < ch4; c += 4)
-                {
-                    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-                    int32_t ky, kx;
-                    if (bias_data != NULL)
-                    {
-                        a0 = bias_data[c];
-                        a1 = bias_data[c + 1];
-                        a2 = bias_data[c + 2];
-                        a3 = bias_data[c + 3];
-                    }
-                    if (full) /* the whole window in the image: constant trip counts when specialized */
-                    {
-                        const int8_t *row = in_px + c;
-                        const int8_t *wp = w_px + c;
-                        for (ky = 0; ky < k_h; ky++)
-                        {
-                            const int8_t *ip = row;
-                            for (kx = 0; kx < k_w; kx++)
-                            {
-                                POCKMCU_DW_TAP(ip, wp);
-                                ip += col_step;
-                                wp += ch;
-                            }
-                            row += row_step;
-                        }
-                    }
-                    else
-                    {
-                        const int8_t *row = in_px + c;
-                        const int8_t *wrow = w_px + c;
-                        for (ky = ky_start; ky < ky_end; ky++)
-                        {
-                            const int8_t *ip = row;
-                            const int8_t *wp = wrow;
-                            for (kx = kx_start; kx < kx_end; kx++)
-                            {
-                                POCKMCU_DW_TAP(ip, wp);
-                                ip += col_step;
-                                wp += ch;
-                            }
-                            row += row_step;
-                            wrow += k_w * ch;
-                        }
-                    }
-                    out[c] = pockmcu_dw_out(a0, pockmcu_dw_rq_of(mult[c], shift[c]), out_off, act_min, act_max);
-                    out[c + 1] =
-                        pockmcu_dw_out(a1, pockmcu_dw_rq_of(mult[c + 1], shift[c + 1]), out_off, act_min, act_max);
-                    out[c + 2] =
-                        pockmcu_dw_out(a2, pockmcu_dw_rq_of(mult[c + 2], shift[c + 2]), out_off, act_min, act_max);
-                    out[c + 3] =
-                        pockmcu_dw_out(a3, pockmcu_dw_rq_of(mult[c + 3], shift[c + 3]), out_off, act_min, act_max);
-                }
-                for (; c < ch; c++) /* the last 1 to 3 channels, one at a time */
-                {
-                    int32_t acc = bias_data != NULL ? bias_data[c] : 0;
-                    const int8_t *row = in_px + c;
-                    const int8_t *wrow = w_px + c;
-                    int32_t ky, kx;
-                    for (ky = ky_start; ky < ky_end; ky++)
-                    {
-                        for (kx = 0; kx < kx_end - kx_start; kx++)
-                        {
-                            acc += (int32_t)wrow[kx * ch] * ((int32_t)row[kx * col_step] + in_off);
-                        }
-                        row += row_step;
-                        wrow += k_w * ch;
-                    }
-                    out[c] = pockmcu_dw_out(acc, pockmcu_dw_rq_of(mult[c], shift[c]), out_off, act_min, act_max);
-                }
-            }
-        }
-    }
+    pockmcu_dw_c1_loops(dw_conv_params,
+                        input_dims,
+                        input_data,
+                        k_h,
+                        k_w,
+                        filter_data,
+                        bias_data,
+                        mult,
+                        shift,
+                        output_dims->h,
+                        output_dims->w,
+                        output_data,
+                        1);
     return ARM_CMSIS_NN_SUCCESS;
 }
 
