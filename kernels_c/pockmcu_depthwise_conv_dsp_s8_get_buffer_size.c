@@ -10,11 +10,10 @@ int32_t pockmcu_depthwise_conv_dsp_s8_get_buffer_size(const cmsis_nn_dw_conv_par
                                                       const cmsis_nn_dims *filter_dims,
                                                       const cmsis_nn_dims *output_dims)
 {
-    (void)input_dims;
     (void)output_dims;
     if (dw_conv_params->ch_mult <= 1)
     {
         return 0;
     }
-    return pockmcu_dwm_buffer_size(dw_conv_params->ch_mult, filter_dims->h, filter_dims->w);
+    return pockmcu_dwm_buffer_size(dw_conv_params->ch_mult, input_dims->c, filter_dims->h, filter_dims->w);
 }

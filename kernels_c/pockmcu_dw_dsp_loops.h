@@ -241,10 +241,13 @@ POCKMCU_LOOPS_INLINE void pockmcu_dw_c1_loops(const cmsis_nn_dw_conv_params *dw_
 
 /* The scratch bytes of the channel-multiplier loops: weight rows, two columns, requantization parameters,
  * alignment. */
-POCKMCU_LOOPS_INLINE int32_t pockmcu_dwm_buffer_size(int32_t ch_mult, int32_t k_h, int32_t k_w)
+POCKMCU_LOOPS_INLINE int32_t pockmcu_dwm_buffer_size(int32_t ch_mult, int32_t in_c, int32_t k_h, int32_t k_w)
 {
     const int32_t k4 = (k_h * ((k_w + 1) & ~1) + 3) & ~3;
-    return 2 * k4 * (ch_mult + 2) + (int32_t)sizeof(pockmcu_dw_rq) * ch_mult + 4;
+    const int32_t cols = 2 * k4 * (ch_mult + 2) + (int32_t)sizeof(pockmcu_dw_rq) * ch_mult + 4;
+    /* 4 or more input channels: one multiplier's filter and requantization parameters (pockmcu_dw_c1_loops) */
+    const int32_t split = in_c >= 4 ? ((k_h * k_w * in_c + 3) & ~3) + 12 * in_c + 4 : 0;
+    return cols > split ? cols : split;
 }
 
 /* The position of tap kx of a filter row in its row of the column (groups of 4 as 0, 2, 1, 3). */
@@ -617,6 +620,61 @@ POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_dwm_loops_as(void *buf,
     return ARM_CMSIS_NN_SUCCESS;
 }
 
+/* 4 or more input channels (and the fast requantization): each multiplier m on its own as a depthwise convolution
+ * of multiplier 1 (pockmcu_dw_c1_loops, 4 channels per word) over a copy of its filter and requantization
+ * parameters in the scratch. */
+POCKMCU_DWM_NOINLINE arm_cmsis_nn_status pockmcu_dwm_split_loops(void *buf,
+                                                                 const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                                 const cmsis_nn_per_channel_quant_params *quant_params,
+                                                                 const cmsis_nn_dims *input_dims,
+                                                                 const int8_t *input_data,
+                                                                 const cmsis_nn_dims *filter_dims,
+                                                                 const int8_t *filter_data,
+                                                                 const int32_t *bias_data,
+                                                                 const cmsis_nn_dims *output_dims,
+                                                                 int8_t *output_data)
+{
+    const int32_t in_c = input_dims->c;
+    const int32_t ch_mult = dw_conv_params->ch_mult;
+    const int32_t out_c = output_dims->c;
+    const int32_t taps = filter_dims->h * filter_dims->w;
+    int8_t *const wm = (int8_t *)(((uintptr_t)buf + 3) & ~(uintptr_t)3);
+    int32_t *const bm = (int32_t *)(void *)(wm + ((taps * in_c + 3) & ~3));
+    int32_t *const mm = bm + in_c;
+    int32_t *const sm = mm + in_c;
+    int32_t m, t, c;
+    for (m = 0; m < ch_mult; m++)
+    {
+        for (t = 0; t < taps; t++)
+        {
+            for (c = 0; c < in_c; c++)
+            {
+                wm[t * in_c + c] = filter_data[t * out_c + c * ch_mult + m];
+            }
+        }
+        for (c = 0; c < in_c; c++)
+        {
+            bm[c] = bias_data != NULL ? bias_data[c * ch_mult + m] : 0;
+            mm[c] = quant_params->multiplier[c * ch_mult + m];
+            sm[c] = quant_params->shift[c * ch_mult + m];
+        }
+        pockmcu_dw_c1_loops(dw_conv_params,
+                            input_dims,
+                            input_data,
+                            filter_dims->h,
+                            filter_dims->w,
+                            wm,
+                            bm,
+                            mm,
+                            sm,
+                            output_dims->h,
+                            output_dims->w,
+                            output_data + m,
+                            ch_mult);
+    }
+    return ARM_CMSIS_NN_SUCCESS;
+}
+
 /* The channel-multiplier loops; scratch: pockmcu_dwm_buffer_size bytes at buf (any alignment). */
 POCKMCU_DWM_NOINLINE arm_cmsis_nn_status
 pockmcu_depthwise_conv_mult_dsp_loops(void *buf,
@@ -630,7 +688,24 @@ pockmcu_depthwise_conv_mult_dsp_loops(void *buf,
                                       const cmsis_nn_dims *output_dims,
                                       int8_t *output_data)
 {
-    if (pockmcu_dw_fast_requant_ok(bias_data, quant_params->shift, output_dims->c, filter_dims->h * filter_dims->w))
+    const int32_t in_c = input_dims->c;
+    const int32_t out_c = output_dims->c;
+    const int32_t taps = filter_dims->h * filter_dims->w;
+    const int32_t fast = pockmcu_dw_fast_requant_ok(bias_data, quant_params->shift, out_c, taps);
+    if (in_c >= 4 && fast)
+    {
+        return pockmcu_dwm_split_loops(buf,
+                                       dw_conv_params,
+                                       quant_params,
+                                       input_dims,
+                                       input_data,
+                                       filter_dims,
+                                       filter_data,
+                                       bias_data,
+                                       output_dims,
+                                       output_data);
+    }
+    if (fast)
     {
         return pockmcu_dwm_loops_as(buf,
                                     dw_conv_params,
@@ -685,7 +760,7 @@ pockmcu_depthwise_conv_dsp_loops(const cmsis_nn_context *ctx,
 
     if (dw_conv_params->ch_mult > 1 && output_dims->c == ch * dw_conv_params->ch_mult && filter_dims->h == k_h &&
         filter_dims->w == k_w && stride_h >= 1 && stride_w >= 1 && dil_h >= 1 && dil_w >= 1 && ctx != NULL &&
-        ctx->buf != NULL && ctx->size >= pockmcu_dwm_buffer_size(dw_conv_params->ch_mult, k_h, k_w))
+        ctx->buf != NULL && ctx->size >= pockmcu_dwm_buffer_size(dw_conv_params->ch_mult, ch, k_h, k_w))
     {
         (void)bias_dims;
         return pockmcu_depthwise_conv_mult_dsp_loops(ctx->buf,

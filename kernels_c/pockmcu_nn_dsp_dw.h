@@ -24,8 +24,10 @@ extern "C" {
  * SMLATT per channel, two output pixels of a row sharing the weights; TFLM's double-rounding
  * requantization through SMMULR where the layer's bias and shifts prove it exact (checked per call); a
  * layer whose accumulators could leave that range runs the portable loops. A channel multiplier above 1
- * runs each input channel as a convolution with ch_mult outputs: the channel's weights extended once to
- * int16 rows in the scratch, per two output pixels the window's taps gathered into int16 columns (input
+ * runs, with 4 or more input channels and the fast requantization proven, each multiplier m as a
+ * multiplier-1 layer over a copy of its filter (4 channels per word, output channels ch_mult apart);
+ * otherwise each input channel as a convolution with ch_mult outputs: the channel's weights extended once
+ * to int16 rows in the scratch, per two output pixels the window's taps gathered into int16 columns (input
  * offset added, 0 outside the image), 2 pixels x 2 outputs per SMLAD step with LDRD loads, the exact fast
  * requantization where proven, TFLM's otherwise.
  *
@@ -61,8 +63,9 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_dsp_s8(const cmsis_nn_context *ctx,
 /**
  * @brief Scratch size of pockmcu_depthwise_conv_dsp_s8: 0 for a channel multiplier of 1, else
  *        2 * k4 * (ch_mult + 2) + 20 * ch_mult + 4 bytes with k4 = KH * (KW rounded up to even) rounded up
- *        to 4 (weight rows, two columns, requantization parameters, alignment). Reads dw_conv_params->ch_mult
- *        and the filter size.
+ *        to 4 (weight rows, two columns, requantization parameters, alignment), and with C_IN >= 4 at least
+ *        (KH * KW * C_IN rounded up to 4) + 12 * C_IN + 4 (one multiplier's filter and requantization
+ *        parameters). Reads dw_conv_params->ch_mult, input_dims->c and the filter size.
  */
 int32_t pockmcu_depthwise_conv_dsp_s8_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params,
                                                       const cmsis_nn_dims *input_dims,

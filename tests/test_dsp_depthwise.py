@@ -356,3 +356,21 @@ int main(int argc, char **argv)
     (tmp_path / "in.bin").write_bytes(words.tobytes())
     subprocess.run([str(exe), str(tmp_path / "in.bin"), str(tmp_path / "out.bin")], check=True)
     assert np.array_equal(np.frombuffer((tmp_path / "out.bin").read_bytes(), np.int32), smmulr_model(words))
+
+
+def test_planner_scratch_equals_the_query(tmp_path):
+    """ops/conv.py's size of the channel-multiplier scratch (what the planner reserves) equals the kernel's
+    pockmcu_depthwise_conv_dsp_s8_get_buffer_size, so the kernel never falls back for want of scratch."""
+    from pockmcu.ops.conv import dw_mult_scratch_bytes
+    grid = [(m, c, kh, kw) for m in (1, 2, 3, 8) for c in (1, 3, 4, 9, 64) for kh in (1, 3, 10) for kw in (1, 2, 5, 8)]
+    src = tmp_path / "q.c"
+    src.write_text('#include <stdio.h>\n#include "pockmcu_nn.h"\nint main(void)\n{\n' + "".join(
+        f"    {{ cmsis_nn_dw_conv_params p = {{0}}; cmsis_nn_dims i = {{1, 20, 20, {c}}}, f = {{1, {kh}, {kw}, {c * m}}}, "
+        f"o = {{1, 20, 20, {c * m}}}; p.ch_mult = {m}; "
+        f'printf("%ld\\n", (long)pockmcu_depthwise_conv_dsp_s8_get_buffer_size(&p, &i, &f, &o)); }}\n'
+        for m, c, kh, kw in grid) + "    return 0;\n}\n")
+    exe = tmp_path / "q"
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{KERNELS}", str(src),
+                    str(KERNELS / "pockmcu_depthwise_conv_dsp_s8_get_buffer_size.c"), "-o", str(exe)], check=True)
+    got = [int(v) for v in subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()]
+    assert got == [dw_mult_scratch_bytes(m, c, kh, kw) if m > 1 else 0 for m, c, kh, kw in grid]

@@ -228,6 +228,16 @@ class Conv2D(_WindowOp):
                 f"{list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
 
 
+def dw_mult_scratch_bytes(ch_mult: int, in_c: int, k_h: int, k_w: int) -> int:
+    """pockmcu_depthwise_conv_dsp_s8_get_buffer_size for ch_mult > 1 (pockmcu_dwm_buffer_size in
+    pockmcu_dw_dsp_loops.h): int16 weight rows of one input channel, two gathered columns, the requantization
+    parameters (5 words per output) and alignment; with 4 or more input channels at least one multiplier's filter
+    copy and requantization parameters."""
+    k4 = (k_h * ((k_w + 1) & ~1) + 3) & ~3
+    split = ((k_h * k_w * in_c + 3) & ~3) + 12 * in_c + 4 if in_c >= 4 else 0
+    return max(2 * k4 * (ch_mult + 2) + 20 * ch_mult + 4, split)
+
+
 @register
 class DepthwiseConv2D(_WindowOp):
     kind = "DEPTHWISE_CONV_2D"
@@ -297,11 +307,8 @@ class DepthwiseConv2D(_WindowOp):
         k = choose(self.kind, self.kernel, g.numerics, g.features, self.variant(g, op, None), library=g.library,
                    off=g.kernels_off)
         if k.function == "pockmcu_depthwise_conv_dsp_s8" and op.options.ch_mult > 1:
-            # pockmcu_dwm_buffer_size (pockmcu_dw_dsp_loops.h): int16 weight rows of one input channel, two
-            # gathered columns, the requantization parameters (5 words per output) and alignment
             w = g.t(operand(op, "weights"))
-            k4 = (w.shape[1] * w.shape[2] + 3) & ~3
-            return 2 * k4 * (op.options.ch_mult + 2) + 20 * op.options.ch_mult + 4
+            return dw_mult_scratch_bytes(op.options.ch_mult, g.t(op.inputs[0]).shape[3], w.shape[1], w.shape[2])
         if k.function != "pockmcu_depthwise_conv_3x3_dsp_s8":
             return 0
         _, out_h, out_w, _ = g.t(op.outputs[0]).shape
