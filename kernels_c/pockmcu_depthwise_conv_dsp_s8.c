@@ -4,9 +4,7 @@
  *
  * The bytes of arm_depthwise_conv_wrapper_s8 for every input (pockmcu_dw_dsp_loops.h explains the
  * loops and when they fall back to the portable ones). Built from pockmcu_simd.h, so it also runs on
- * the host and on Cortex-M3, where it computes the same bytes more slowly. Scratch (the *_get_buffer_size query):
- * none for a channel multiplier of 1; above 1 the int16 weights of one input channel and two gathered columns
- * (without it, it runs the portable loops).
+ * the host and on Cortex-M3, where it computes the same bytes more slowly. Needs no scratch buffer.
  */
 #include "pockmcu_dw_dsp_loops.h"
 

@@ -17,8 +17,8 @@
  * sum does not overflow. The kernel checks once per call that every channel's accumulator bound
  * (|bias| + taps * 255 * 128) shifted left by its left shift + 1 stays below 2^31 (then |x| < 2^30 too);
  * otherwise it runs the portable loops (pockmcu_layer_loops.h), so every call equals
- * arm_depthwise_conv_wrapper_s8 byte for byte. A channel multiplier above 1 takes the loops of the
- * section "channel multiplier above 1" below (with the scratch; without it the portable loops).
+ * arm_depthwise_conv_wrapper_s8 byte for byte, as it does for a channel multiplier above 1 (the section
+ * "channel multiplier above 1" below has the loops of pockmcu_depthwise_conv_mult_dsp_s8 for those).
  */
 #ifndef POCKMCU_DW_DSP_LOOPS_H
 #define POCKMCU_DW_DSP_LOOPS_H
@@ -345,9 +345,17 @@ POCKMCU_LOOPS_INLINE void pockmcu_dwm_row(uint32_t *dst,
     }
 }
 
+/* Out of line: the channel-multiplier loops get their own register allocation (inlined into the kernel with the
+ * loops of multiplier 1 they spill in their inner loops). */
+#if defined(__GNUC__) || defined(__clang__)
+    #define POCKMCU_DWM_NOINLINE static __attribute__((noinline, unused))
+#else
+    #define POCKMCU_DWM_NOINLINE static inline
+#endif
+
 /* Column j (0 or 1) of channel c of the window at (y0, x0) (top left tap, may be outside the image). Column rows
  * are k_we = k_w rounded up to even entries (an odd row's last entry 0). */
-POCKMCU_LOOPS_INLINE void pockmcu_dwm_gather(uint32_t *col, int32_t j, const pockmcu_dwm_geo *g, int32_t y0, int32_t x0)
+POCKMCU_DWM_NOINLINE void pockmcu_dwm_gather(uint32_t *col, int32_t j, const pockmcu_dwm_geo *g, int32_t y0, int32_t x0)
 {
     const int32_t k_h = g->k_h;
     const int32_t k_we = (g->k_w + 1) & ~1;
@@ -484,14 +492,6 @@ POCKMCU_LOOPS_INLINE int8_t pockmcu_dwm_out(int32_t acc,
     }
     return (int8_t)pockmcu_clamp_i32(pockmcu_requantize(acc, q->mult, shift) + out_off, lo, hi);
 }
-
-/* Out of line: the channel-multiplier loops get their own register allocation (inlined into the kernel with the
- * loops of multiplier 1 they spill in their inner loops). */
-#if defined(__GNUC__) || defined(__clang__)
-    #define POCKMCU_DWM_NOINLINE static __attribute__((noinline, unused))
-#else
-    #define POCKMCU_DWM_NOINLINE static inline
-#endif
 
 /* The channel-multiplier loops with the fast requantization (fast 1, a constant) or TFLM's (0). */
 POCKMCU_LOOPS_INLINE arm_cmsis_nn_status pockmcu_dwm_loops_as(void *buf,
@@ -758,22 +758,6 @@ pockmcu_depthwise_conv_dsp_loops(const cmsis_nn_context *ctx,
     const int32_t *mult = quant_params->multiplier;
     const int32_t *shift = quant_params->shift;
 
-    if (dw_conv_params->ch_mult > 1 && output_dims->c == ch * dw_conv_params->ch_mult && filter_dims->h == k_h &&
-        filter_dims->w == k_w && stride_h >= 1 && stride_w >= 1 && dil_h >= 1 && dil_w >= 1 && ctx != NULL &&
-        ctx->buf != NULL && ctx->size >= pockmcu_dwm_buffer_size(dw_conv_params->ch_mult, ch, k_h, k_w))
-    {
-        (void)bias_dims;
-        return pockmcu_depthwise_conv_mult_dsp_loops(ctx->buf,
-                                                     dw_conv_params,
-                                                     quant_params,
-                                                     input_dims,
-                                                     input_data,
-                                                     filter_dims,
-                                                     filter_data,
-                                                     bias_data,
-                                                     output_dims,
-                                                     output_data);
-    }
     if (dw_conv_params->ch_mult != 1 || output_dims->c != ch || filter_dims->h != k_h || filter_dims->w != k_w ||
         stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1 ||
         !pockmcu_dw_fast_requant_ok(bias_data, shift, ch, k_h * k_w))
