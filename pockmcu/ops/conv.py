@@ -290,7 +290,8 @@ class DepthwiseConv2D(_WindowOp):
         """The kernel table's shape class (kernel_table.py, the dspdw block): "3x3" for a 3x3 filter with
         channel multiplier 1, no dilation and a requantization the 3x3 DSP kernel's row loops do exactly
         (every channel's shift <= -1, i.e. a scale below 1/2, and |bias| + 9 * 255 * 128 < 2^30, decided here
-        at compile time; the kernel checks it again per call for biases that train), "" otherwise."""
+        at compile time; the kernel checks it again per call for biases that train), "mult" for a channel
+        multiplier above 1 (pockmcu_depthwise_conv_mult_dsp_s8 on a DSP core), "" otherwise."""
         w, o = g.t(operand(op, "weights")), op.options
         if o.ch_mult > 1:
             return "mult"    # a channel multiplier above 1: pockmcu_depthwise_conv_mult_dsp_s8 on a DSP core
