@@ -23,8 +23,8 @@ extern "C" {
  * Four channels per 32-bit load with the input offset added during sign extension (SXTAB16), SMLABB /
  * SMLATT per channel, two output pixels of a row sharing the weights; TFLM's double-rounding
  * requantization through SMMULR where the layer's bias and shifts prove it exact (checked per call).
- * A channel multiplier above 1, or a layer whose accumulators could leave that range, runs the
- * portable loops.
+ * A channel multiplier above 1 (pockmcu_depthwise_conv_mult_dsp_s8 is the kernel for those), or a layer
+ * whose accumulators could leave that range, runs the portable loops.
  *
  * @param[in]      ctx            Scratch context; not read (the *_get_buffer_size query returns 0).
  * @param[in]      dw_conv_params input_offset (-input zero point), output_offset, ch_mult, stride,
@@ -96,6 +96,45 @@ int32_t pockmcu_depthwise_conv_3x3_dsp_s8_get_buffer_size(const cmsis_nn_dw_conv
                                                           const cmsis_nn_dims *input_dims,
                                                           const cmsis_nn_dims *filter_dims,
                                                           const cmsis_nn_dims *output_dims);
+
+/**
+ * @brief int8 depthwise convolution with a channel multiplier above 1, any input channel count, filter size,
+ *        stride, dilation and padding (TFLM DepthwiseConvPerChannel); the bytes of arm_depthwise_conv_wrapper_s8.
+ *
+ * With 4 or more input channels and TFLM's requantization proven exact through SMMULR: each multiplier m as a
+ * multiplier-1 layer over a copy of its filter in the scratch (the loops of pockmcu_depthwise_conv_dsp_s8, 4
+ * channels per word, output channels ch_mult apart). Otherwise each input channel as a convolution with
+ * ch_mult outputs: the channel's weights extended once to int16 rows in the scratch, per two output pixels the
+ * windows' taps gathered into int16 columns (input offset added, 0 outside the image), 2 pixels x 2 outputs
+ * per SMLAD step with LDRD loads, the exact fast requantization where proven, TFLM's otherwise.
+ *
+ * @param[in]      ctx            Scratch: buf of at least the *_get_buffer_size bytes (any alignment); buf NULL,
+ *                                a smaller size or a channel multiplier of 1 runs arm_depthwise_conv_wrapper_s8.
+ * Other arguments and result as for pockmcu_depthwise_conv_dsp_s8.
+ */
+arm_cmsis_nn_status pockmcu_depthwise_conv_mult_dsp_s8(const cmsis_nn_context *ctx,
+                                                       const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                       const cmsis_nn_per_channel_quant_params *quant_params,
+                                                       const cmsis_nn_dims *input_dims,
+                                                       const int8_t *input_data,
+                                                       const cmsis_nn_dims *filter_dims,
+                                                       const int8_t *filter_data,
+                                                       const cmsis_nn_dims *bias_dims,
+                                                       const int32_t *bias_data,
+                                                       const cmsis_nn_dims *output_dims,
+                                                       int8_t *output_data);
+
+/**
+ * @brief Scratch size of pockmcu_depthwise_conv_mult_dsp_s8: 0 for a channel multiplier of 1, else the larger
+ *        of 2 * k4 * (ch_mult + 2) + 20 * ch_mult + 4 bytes with k4 = KH * (KW rounded up to even) rounded up
+ *        to 4 (weight rows, two columns, requantization parameters, alignment) and, with C_IN >= 4,
+ *        (KH * KW * C_IN rounded up to 4) + 12 * C_IN + 4 (one multiplier's filter and requantization
+ *        parameters). Reads dw_conv_params->ch_mult, input_dims->c and the filter size.
+ */
+int32_t pockmcu_depthwise_conv_mult_dsp_s8_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params,
+                                                           const cmsis_nn_dims *input_dims,
+                                                           const cmsis_nn_dims *filter_dims,
+                                                           const cmsis_nn_dims *output_dims);
 
 #ifdef __cplusplus
 }

@@ -170,6 +170,16 @@ TABLE["DEPTHWISE_CONV_2D"] = TABLE["DEPTHWISE_CONV_2D"] + (
     _k("pockmcu_depthwise_conv_3x3_dsp_s8", "tflm", "3x3", features=("dsp",)),
 )
 
+# DEPTHWISE_CONV_2D's "mult" variant (ops/conv.py DepthwiseConv2D.variant): a channel multiplier above 1. On a DSP
+# core pockmcu_depthwise_conv_mult_dsp_s8 (kernels_c/pockmcu_nn_dsp_dw.h): int16 columns gathered into a planned
+# scratch and SMLAD, or with 4+ input channels each multiplier as a multiplier-1 layer; a kernel of its own so the
+# multiplier-1 kernel (and the 3x3 kernel's fallback) keeps its size. Portable, onnxruntime: the same kernels.
+TABLE["DEPTHWISE_CONV_2D"] = TABLE["DEPTHWISE_CONV_2D"] + (
+    _k("arm_depthwise_conv_wrapper_s8", "tflm", "mult"),
+    _k("pockmcu_depthwise_conv_ort_s8", "onnxruntime", "mult"),
+    _k("pockmcu_depthwise_conv_mult_dsp_s8", "tflm", "mult", features=("dsp",)),
+)
+
 # -- Helium (MVE) kernels for Cortex-M55 (kernels_c/pockmcu_*_mve_s8.c, pockmcu_nn_mve.h): the same arguments
 # and bytes as the portable TFLM rows they stand in for (tests/test_mve_kernels.py); no scratch
 TABLE["CONV_2D"] = TABLE["CONV_2D"] + (_k("pockmcu_convolve_mve_s8", "tflm", features=("mve",)),)
@@ -178,6 +188,9 @@ TABLE["DEPTHWISE_CONV_2D"] = TABLE["DEPTHWISE_CONV_2D"] + (_k("pockmcu_depthwise
 TABLE["FULLY_CONNECTED"] = TABLE["FULLY_CONNECTED"] + (
     _k("pockmcu_fully_connected_mve_s8", "tflm", "per_tensor", ("mve",)),
     _k("pockmcu_fully_connected_per_channel_mve_s8", "tflm", "per_channel", ("mve",)))
+# the "mult" class on M55: Helium's kernel
+TABLE["DEPTHWISE_CONV_2D"] = TABLE["DEPTHWISE_CONV_2D"] + (_k("pockmcu_depthwise_conv_mve_s8", "tflm", "mult",
+                                                              features=("mve",)),)
 # the 3x3 shape class on M55: Helium's kernel (the same bytes; it needs no scratch)
 TABLE["DEPTHWISE_CONV_2D"] = TABLE["DEPTHWISE_CONV_2D"] + (_k("pockmcu_depthwise_conv_mve_s8", "tflm", "3x3",
                                                               features=("mve",)),)

@@ -1,13 +1,15 @@
 """The DSP depthwise kernels (kernels_c/pockmcu_nn_dsp_dw.h) equal the portable kernel byte for byte.
 
 One C program runs every random case through arm_depthwise_conv_wrapper_s8 (portable, the reference),
-pockmcu_depthwise_conv_dsp_s8 and pockmcu_depthwise_conv_3x3_dsp_s8 and writes the three results; the
-test compares bytes. The program runs on the host (gcc with ASan + UBSan: the portable C of each
-pockmcu_simd.h wrapper, as the host simulation runs it), in QEMU on Cortex-M3 (portable wrappers) and
-on M4, M7, M33 and M55 (the DSP instructions). Cases: channels 1..67 (odd counts and tails), channel
-multipliers 1..3, filters 1..7 (3x3 often, non-square), strides 1..3, dilations 1..3, VALID / SAME /
-asymmetric padding, per-channel multipliers and shifts including extreme ones, extreme offsets,
-activation clamps, with and without bias, biases large enough to need the exact requantization.
+pockmcu_depthwise_conv_dsp_s8, pockmcu_depthwise_conv_3x3_dsp_s8 and pockmcu_depthwise_conv_mult_dsp_s8
+(with its queried scratch, misaligned) and writes the four results; the test compares bytes. The program
+runs on the host (gcc with ASan + UBSan: the portable C of each pockmcu_simd.h wrapper, as the host
+simulation runs it), in QEMU on Cortex-M3 (portable wrappers) and on M4, M7, M33 and M55 (the DSP
+instructions). Cases: channels 1..67 (odd counts and tails), channel multipliers 1..3, filters 1..7 (3x3
+often, non-square), and 120 more with channel multipliers 2..8, input channels 1..9 (1 often) and filters
+up to 10x8; strides 1..3, dilations 1..3, VALID / SAME / asymmetric padding, per-channel multipliers and
+shifts including extreme ones, extreme offsets, activation clamps, with and without bias, biases large
+enough to need the exact requantization.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ import pytest
 from tests.qemu_c import KERNELS, QEMU_TARGETS, build_program, run_program
 
 KERNEL_FILES = ("arm_depthwise_conv_wrapper_s8.c", "pockmcu_depthwise_conv_dsp_s8.c",
-                "pockmcu_depthwise_conv_3x3_dsp_s8.c", "pockmcu_depthwise_conv_3x3_dsp_s8_get_buffer_size.c")
+                "pockmcu_depthwise_conv_3x3_dsp_s8.c", "pockmcu_depthwise_conv_3x3_dsp_s8_get_buffer_size.c",
+                "pockmcu_depthwise_conv_mult_dsp_s8.c", "pockmcu_depthwise_conv_mult_dsp_s8_get_buffer_size.c")
+N_KERNELS = 4   # the portable reference, the general DSP kernel, the 3x3 one, the channel-multiplier one
 HEADER = 20     # int32 fields per case
 N_CASES = 300
+N_MULT = 120    # channel multipliers 2..8 (pockmcu_depthwise_conv_mult_dsp_loops)
 
 COMMON_C = r"""
 #include <stdint.h>
@@ -36,9 +41,9 @@ COMMON_C = r"""
 static int8_t in_buf[MAX_IN];
 static int8_t w_buf[MAX_IN];
 static int32_t bias_buf[MAX_OC], mult_buf[MAX_OC], shift_buf[MAX_OC];
-static int8_t out_buf[3][MAX_OUT];
+static int8_t out_buf[4][MAX_OUT];
 #define MAX_SCRATCH 8192
-static int8_t scratch_buf[MAX_SCRATCH + 1];
+static int8_t scratch_buf[MAX_SCRATCH + 1], scratch_dw[MAX_SCRATCH + 3];
 
 static int32_t pad4(int32_t n) { return (n + 3) & ~3; }
 
@@ -57,8 +62,8 @@ static int run_case(int (*rd)(void *, uint32_t), int (*wr)(const void *, uint32_
         const int32_t in_n = h[0] * h[1] * h[2] * h[3], w_n = h[5] * h[6] * oc, out_n = h[0] * h[13] * h[14] * oc;
         cmsis_nn_dw_conv_params p;
         cmsis_nn_per_channel_quant_params q = {mult_buf, shift_buf};
-        cmsis_nn_context ctx = {NULL, 0}, ctx3;
-        int32_t status[3];
+        cmsis_nn_context ctx = {NULL, 0}, ctxd, ctx3;
+        int32_t status[4];
         int k;
         if (in_n > MAX_IN || w_n > MAX_IN || oc > MAX_OC || out_n > MAX_OUT)
             return 3;
@@ -76,7 +81,7 @@ static int run_case(int (*rd)(void *, uint32_t), int (*wr)(const void *, uint32_
         p.padding.w = h[12];
         p.activation.min = h[17];
         p.activation.max = h[18];
-        for (k = 0; k < 3; k++)
+        for (k = 0; k < 4; k++)
             memset(out_buf[k], 0x55, (size_t)out_n);
         /* the 3x3 kernel's scratch as the query sizes it, at an odd address (the kernel aligns it) */
         ctx3.buf = scratch_buf + 1;
@@ -84,15 +89,23 @@ static int run_case(int (*rd)(void *, uint32_t), int (*wr)(const void *, uint32_
         if (ctx3.size > MAX_SCRATCH)
             return 3;
         memset(scratch_buf, 0xA5, sizeof(scratch_buf));
+        /* the channel-multiplier kernel's scratch as its query sizes it, misaligned too */
+        ctxd.buf = scratch_dw + 3;
+        ctxd.size = pockmcu_depthwise_conv_mult_dsp_s8_get_buffer_size(&p, &input_dims, &filter_dims, &output_dims);
+        if (ctxd.size > MAX_SCRATCH)
+            return 3;
+        memset(scratch_dw, 0x5A, sizeof(scratch_dw));
         status[0] = arm_depthwise_conv_wrapper_s8(&ctx, &p, &q, &input_dims, in_buf, &filter_dims, w_buf, &bias_dims,
                                                   h[19] ? bias_buf : NULL, &output_dims, out_buf[0]);
         status[1] = pockmcu_depthwise_conv_dsp_s8(&ctx, &p, &q, &input_dims, in_buf, &filter_dims, w_buf, &bias_dims,
                                                   h[19] ? bias_buf : NULL, &output_dims, out_buf[1]);
         status[2] = pockmcu_depthwise_conv_3x3_dsp_s8(&ctx3, &p, &q, &input_dims, in_buf, &filter_dims, w_buf,
                                                       &bias_dims, h[19] ? bias_buf : NULL, &output_dims, out_buf[2]);
+        status[3] = pockmcu_depthwise_conv_mult_dsp_s8(&ctxd, &p, &q, &input_dims, in_buf, &filter_dims, w_buf,
+                                                       &bias_dims, h[19] ? bias_buf : NULL, &output_dims, out_buf[3]);
         if (wr(status, sizeof(status)))
             return 2;
-        for (k = 0; k < 3; k++)
+        for (k = 0; k < 4; k++)
             if (wr(out_buf[k], (uint32_t)out_n))
                 return 2;
     }
@@ -151,21 +164,28 @@ def _pad4(b: bytes) -> bytes:
     return b + bytes(-len(b) % 4)
 
 
-def make_cases(seed: int = 13, n: int = N_CASES):
+def make_cases(seed: int = 13, n: int = N_CASES, n_mult: int = N_MULT):
     """Random depthwise geometries and quantizations; returns (cases.bin, list of output sizes, fast flags
-    of the general DSP loops, fast flags of the 3x3 kernel's row loops)."""
+    of the general DSP loops, fast flags of the 3x3 kernel's row loops, fast requantization flags of the
+    channel-multiplier loops (None for a multiplier of 1)). The last n_mult cases have channel multipliers
+    2..8, input channels 1..9 (1 often) and filters up to 10x8 (the channel-multiplier loops)."""
     rng = np.random.default_rng(seed)
-    blob, sizes, fast, fast3 = [struct.pack("<i", n)], [], [], []
-    for i in range(n):
-        c = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 12, 16, 17, 31, 32, 33, 64, 67])) if i % 3 else int(rng.integers(1, 68))
-        m = 1 if rng.random() < 0.8 else int(rng.integers(2, 4))
-        if c * m > 256:
-            m = 1
-        kh, kw = (3, 3) if i % 2 == 0 else (int(rng.integers(1, 8)), int(rng.integers(1, 8)))
+    blob, sizes, fast, fast3, fastm = [struct.pack("<i", n + n_mult)], [], [], [], []
+    for i in range(n + n_mult):
+        if i < n:
+            c = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 12, 16, 17, 31, 32, 33, 64, 67])) if i % 3 else int(rng.integers(1, 68))
+            m = 1 if rng.random() < 0.8 else int(rng.integers(2, 4))
+            if c * m > 256:
+                m = 1
+            kh, kw = (3, 3) if i % 2 == 0 else (int(rng.integers(1, 8)), int(rng.integers(1, 8)))
+        else:
+            c = 1 if rng.random() < 0.4 else int(rng.integers(1, 10))
+            m = int(rng.integers(2, 9))
+            kh, kw = (10, 8) if rng.random() < 0.2 else (int(rng.integers(1, 11)), int(rng.integers(1, 9)))
         sh, sw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
         dh, dw = (1, 1) if rng.random() < 0.6 else (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
         batches = 1 if rng.random() < 0.85 else 2
-        h, w = int(rng.integers(1, 10)), int(rng.integers(1, 10))
+        h, w = int(rng.integers(1, 10 if i < n else 14)), int(rng.integers(1, 10 if i < n else 14))
         ekh, ekw = (kh - 1) * dh + 1, (kw - 1) * dw + 1
         mode = rng.integers(0, 3)    # 0 VALID, 1 SAME, 2 asymmetric
         if mode == 0:
@@ -215,32 +235,37 @@ def make_cases(seed: int = 13, n: int = N_CASES):
         fold = b3.max() + 3 + (129 << np.clip(-shift.astype(np.int64), 0, 31)) < (1 << 31)    # max |bias|
         fast3.append((kh, kw, m, dh, dw) == (3, 3, 1, 1, 1) and
                      bool(np.all((shift <= -1) & (shift >= -31) & (b3 < (1 << 30)) & fold)))
-    return b"".join(blob), sizes, fast, fast3
+        fastm.append(None if m == 1 else bool(np.all((ls <= 29) & (b < (1 << (30 - np.minimum(ls, 29)))))))
+    return b"".join(blob), sizes, fast, fast3, fastm
 
 
 def check(out: bytes, sizes, where: str):
     pos = 0
     for i, n in enumerate(sizes):
-        status = struct.unpack_from("<3i", out, pos)
-        pos += 12
-        ref, dsp, dsp3 = (out[pos + k * n:pos + (k + 1) * n] for k in range(3))
-        pos += 3 * n
-        assert status == (0, 0, 0), f"{where} case {i}: statuses {status}"
+        status = struct.unpack_from(f"<{N_KERNELS}i", out, pos)
+        pos += 4 * N_KERNELS
+        ref, dsp, dsp3, dspm = (out[pos + k * n:pos + (k + 1) * n] for k in range(N_KERNELS))
+        pos += N_KERNELS * n
+        assert status == (0,) * N_KERNELS, f"{where} case {i}: statuses {status}"
         assert dsp == ref, f"{where} case {i}: pockmcu_depthwise_conv_dsp_s8 differs from the portable kernel"
         assert dsp3 == ref, f"{where} case {i}: pockmcu_depthwise_conv_3x3_dsp_s8 differs from the portable kernel"
+        assert dspm == ref, f"{where} case {i}: pockmcu_depthwise_conv_mult_dsp_s8 differs from the portable kernel"
     assert pos == len(out), f"{where}: {len(out) - pos} bytes left over"
 
 
 def test_cases_exercise_the_fast_loops():
     """Most cases take the DSP loops, not the portable fallback (else the comparison proves little)."""
-    _, _, fast, fast3 = make_cases()
+    _, _, fast, fast3, fastm = make_cases()
+    fast, fast3 = fast[:N_CASES], fast3[:N_CASES]    # the cases with channel multipliers 1..3
     assert sum(fast) >= 0.5 * len(fast)
     assert sum(not f for f in fast) >= 10
     assert sum(fast3) >= 0.15 * len(fast3)     # the 3x3 kernel's row loops (its other cases: the general ones)
+    mult = [f for f in fastm if f is not None]    # the channel-multiplier loops, both requantizations
+    assert len(mult) >= N_MULT and sum(mult) >= 0.5 * len(mult) and sum(not f for f in mult) >= 10
 
 
 def test_host_equals_portable(tmp_path):
-    data, sizes, _, _ = make_cases()
+    data, sizes, *_ = make_cases()
     src = tmp_path / "dw_host.c"
     src.write_text(HOST_MAIN)
     exe = tmp_path / "dw_host"
@@ -255,7 +280,7 @@ def test_host_equals_portable(tmp_path):
 @pytest.mark.qemu
 @pytest.mark.parametrize("target", QEMU_TARGETS)
 def test_qemu_equals_portable(tmp_path, target):
-    data, sizes, _, _ = make_cases()
+    data, sizes, *_ = make_cases()
     elf = build_program(tmp_path, target, QEMU_MAIN, KERNEL_FILES)
     out = run_program(elf, target, {"cases.bin": data}, ["out.bin"])["out.bin"]
     check(out, sizes, target)
@@ -337,3 +362,21 @@ int main(int argc, char **argv)
     (tmp_path / "in.bin").write_bytes(words.tobytes())
     subprocess.run([str(exe), str(tmp_path / "in.bin"), str(tmp_path / "out.bin")], check=True)
     assert np.array_equal(np.frombuffer((tmp_path / "out.bin").read_bytes(), np.int32), smmulr_model(words))
+
+
+def test_planner_scratch_equals_the_query(tmp_path):
+    """ops/conv.py's size of the channel-multiplier scratch (what the planner reserves) equals the kernel's
+    pockmcu_depthwise_conv_mult_dsp_s8_get_buffer_size, so the kernel never falls back for want of scratch."""
+    from pockmcu.ops.conv import dw_mult_scratch_bytes
+    grid = [(m, c, kh, kw) for m in (1, 2, 3, 8) for c in (1, 3, 4, 9, 64) for kh in (1, 3, 10) for kw in (1, 2, 5, 8)]
+    src = tmp_path / "q.c"
+    src.write_text('#include <stdio.h>\n#include "pockmcu_nn.h"\nint main(void)\n{\n' + "".join(
+        f"    {{ cmsis_nn_dw_conv_params p = {{0}}; cmsis_nn_dims i = {{1, 20, 20, {c}}}, f = {{1, {kh}, {kw}, {c * m}}}, "
+        f"o = {{1, 20, 20, {c * m}}}; p.ch_mult = {m}; "
+        f'printf("%ld\\n", (long)pockmcu_depthwise_conv_mult_dsp_s8_get_buffer_size(&p, &i, &f, &o)); }}\n'
+        for m, c, kh, kw in grid) + "    return 0;\n}\n")
+    exe = tmp_path / "q"
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{KERNELS}", str(src),
+                    str(KERNELS / "pockmcu_depthwise_conv_mult_dsp_s8_get_buffer_size.c"), "-o", str(exe)], check=True)
+    got = [int(v) for v in subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()]
+    assert got == [dw_mult_scratch_bytes(m, c, kh, kw) if m > 1 else 0 for m, c, kh, kw in grid]

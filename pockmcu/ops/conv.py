@@ -228,6 +228,16 @@ class Conv2D(_WindowOp):
                 f"{list(g.t(op.inputs[0]).shape)} -> {list(g.t(op.outputs[0]).shape)}")
 
 
+def dw_mult_scratch_bytes(ch_mult: int, in_c: int, k_h: int, k_w: int) -> int:
+    """pockmcu_depthwise_conv_mult_dsp_s8_get_buffer_size for ch_mult > 1 (pockmcu_dwm_buffer_size in
+    pockmcu_dw_dsp_loops.h): int16 weight rows of one input channel, two gathered columns, the requantization
+    parameters (5 words per output) and alignment; with 4 or more input channels at least one multiplier's filter
+    copy and requantization parameters."""
+    k4 = (k_h * ((k_w + 1) & ~1) + 3) & ~3
+    split = ((k_h * k_w * in_c + 3) & ~3) + 12 * in_c + 4 if in_c >= 4 else 0
+    return max(2 * k4 * (ch_mult + 2) + 20 * ch_mult + 4, split)
+
+
 @register
 class DepthwiseConv2D(_WindowOp):
     kind = "DEPTHWISE_CONV_2D"
@@ -280,8 +290,11 @@ class DepthwiseConv2D(_WindowOp):
         """The kernel table's shape class (kernel_table.py, the dspdw block): "3x3" for a 3x3 filter with
         channel multiplier 1, no dilation and a requantization the 3x3 DSP kernel's row loops do exactly
         (every channel's shift <= -1, i.e. a scale below 1/2, and |bias| + 9 * 255 * 128 < 2^30, decided here
-        at compile time; the kernel checks it again per call for biases that train), "" otherwise."""
+        at compile time; the kernel checks it again per call for biases that train), "mult" for a channel
+        multiplier above 1 (pockmcu_depthwise_conv_mult_dsp_s8 on a DSP core), "" otherwise."""
         w, o = g.t(operand(op, "weights")), op.options
+        if o.ch_mult > 1:
+            return "mult"    # a channel multiplier above 1: pockmcu_depthwise_conv_mult_dsp_s8 on a DSP core
         if tuple(w.shape[1:3]) != (3, 3) or o.ch_mult != 1 or tuple(o.dilation) != (1, 1):
             return ""
         bias = g.t(operand(op, "bias")).data if operand(op, "bias") else None
@@ -292,9 +305,13 @@ class DepthwiseConv2D(_WindowOp):
 
     def scratch_bytes(self, g: Graph, op: Op, in_place: bool = False) -> int:
         """pockmcu_depthwise_conv_3x3_dsp_s8_get_buffer_size: extended weights, requantization parameters
-        and a ring of 3 extended input rows; the other depthwise kernels need none."""
+        and a ring of 3 extended input rows; pockmcu_depthwise_conv_mult_dsp_s8_get_buffer_size (channel
+        multiplier above 1); the other depthwise kernels need none."""
         k = choose(self.kind, self.kernel, g.numerics, g.features, self.variant(g, op, None), library=g.library,
                    off=g.kernels_off)
+        if k.function == "pockmcu_depthwise_conv_mult_dsp_s8":
+            w = g.t(operand(op, "weights"))
+            return dw_mult_scratch_bytes(op.options.ch_mult, g.t(op.inputs[0]).shape[3], w.shape[1], w.shape[2])
         if k.function != "pockmcu_depthwise_conv_3x3_dsp_s8":
             return 0
         _, out_h, out_w, _ = g.t(op.outputs[0]).shape
