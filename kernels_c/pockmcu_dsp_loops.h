@@ -268,7 +268,6 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_out_4(const int32_t *s,
                                           const int32_t per_channel,
                                           const int32_t ort_rounding)
 {
-    int32_t k;
     if (!ort_rounding && q->fast)
     {
         uint32_t p;
@@ -300,10 +299,10 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_out_4(const int32_t *s,
     }
     else
     {
-        for (k = 0; k < 4; k++)
-        {
-            out[k] = pockmcu_dsp_out_at(s[k], o + k, q, per_channel, ort_rounding);
-        }
+        out[0] = pockmcu_dsp_out_at(s[0], o, q, per_channel, ort_rounding);
+        out[1] = pockmcu_dsp_out_at(s[1], o + 1, q, per_channel, ort_rounding);
+        out[2] = pockmcu_dsp_out_at(s[2], o + 2, q, per_channel, ort_rounding);
+        out[3] = pockmcu_dsp_out_at(s[3], o + 3, q, per_channel, ort_rounding);
     }
 }
 
@@ -770,13 +769,17 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
     int32_t o;
     for (o = 0; o + 4 <= out_c; o += 4)
     {
-        int32_t s[4] = {0, 0, 0, 0};
+        int32_t s[4];
         if (q->bias != NULL)
         {
             s[0] = q->bias[o];
             s[1] = q->bias[o + 1];
             s[2] = q->bias[o + 2];
             s[3] = q->bias[o + 3];
+        }
+        else
+        {
+            s[0] = s[1] = s[2] = s[3] = 0;
         }
         pockmcu_dsp_dot_1x4(col, w, depth, s);
         w += 4 * depth;
