@@ -297,12 +297,21 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_out_4(const int32_t *s,
         out[2] = (int8_t)(p >> 16);
         out[3] = (int8_t)(p >> 24);
     }
-    else
+    else if (!per_channel) /* unrolled: s[] stays in registers (the per-channel kernels, convolutions among them,
+                            * allocate their registers better with the loop) */
     {
         out[0] = pockmcu_dsp_out_at(s[0], o, q, per_channel, ort_rounding);
         out[1] = pockmcu_dsp_out_at(s[1], o + 1, q, per_channel, ort_rounding);
         out[2] = pockmcu_dsp_out_at(s[2], o + 2, q, per_channel, ort_rounding);
         out[3] = pockmcu_dsp_out_at(s[3], o + 3, q, per_channel, ort_rounding);
+    }
+    else
+    {
+        int32_t k;
+        for (k = 0; k < 4; k++)
+        {
+            out[k] = pockmcu_dsp_out_at(s[k], o + k, q, per_channel, ort_rounding);
+        }
     }
 }
 
@@ -769,17 +778,13 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
     int32_t o;
     for (o = 0; o + 4 <= out_c; o += 4)
     {
-        int32_t s[4];
+        int32_t s[4] = {0, 0, 0, 0};
         if (q->bias != NULL)
         {
             s[0] = q->bias[o];
             s[1] = q->bias[o + 1];
             s[2] = q->bias[o + 2];
             s[3] = q->bias[o + 3];
-        }
-        else
-        {
-            s[0] = s[1] = s[2] = s[3] = 0;
         }
         pockmcu_dsp_dot_1x4(col, w, depth, s);
         w += 4 * depth;
