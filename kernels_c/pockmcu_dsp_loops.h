@@ -123,12 +123,16 @@ typedef struct
     int32_t act_max;
     int32_t fast;  /* pockmcu_dsp_fast_requant_ok: the SMMLAR requantization of pockmcu_dsp_out_fast is exact */
     int32_t clamp; /* the activation range is narrower than int8 */
+    int32_t m0;    /* per tensor and fast: multiplier[0], -shift[0] and the r of pockmcu_dsp_out_fast, once a call */
+    int32_t e0;
+    int32_t r0;
 } pockmcu_dsp_requant;
 
 /* Whether pockmcu_dsp_out_fast equals TFLM's requantization for every accumulator of this call: per channel
- * (n of them) shift in [-31, -1] (a scale below 1/2), multiplier >= 0, and with B = |bias| + depth * 255 * 128
- * (|x + input_offset| <= 255, |w| <= 128) B < 2^30 and B + 3 + 129 * 2^-shift < 2^31 (the folded output offset and
- * rounding of pockmcu_dsp_out_fast stay in 32 bits). */
+ * (n of them) shift in [-31, -1] (a scale below 1/2), multiplier >= 0, and with B = a bound of |bias| (below twice
+ * the largest) + depth * 255 * 128 (|x + input_offset| <= 255, |w| <= 128) B < 2^30 and B + 3 + 129 * 2^-shift <
+ * 2^31 (the folded output offset and rounding of pockmcu_dsp_out_fast stay in 32 bits). O(1) a channel: a call of
+ * a small layer cannot amortize more. */
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_fast_requant_ok(const int32_t *bias,
                                                        const int32_t *mult,
                                                        const int32_t *shift,
@@ -136,26 +140,34 @@ POCKMCU_DSP_INLINE int32_t pockmcu_dsp_fast_requant_ok(const int32_t *bias,
                                                        int32_t n_bias,
                                                        int32_t depth)
 {
-    uint32_t max_bias = 0;
-    int64_t bound;
-    int32_t i, e_max;
-    for (i = 0; bias != NULL && i < n_bias; i++)
+    /* |b| <= (b ^ (b >> 31)) + 1 <= bits + 1, bits the OR of every b ^ (b >> 31) (below 2^31): a bound within
+     * twice the largest |b| for three instructions a bias */
+    uint32_t bits = 0, max_bias, bound;
+    int32_t i;
+    for (i = 0; bias != NULL && i + 2 <= n_bias; i += 2)
     {
-        const uint32_t b = bias[i] < 0 ? 0u - (uint32_t)bias[i] : (uint32_t)bias[i];
-        max_bias = b > max_bias ? b : max_bias;
+        bits |= (uint32_t)(bias[i] ^ (bias[i] >> 31)) | (uint32_t)(bias[i + 1] ^ (bias[i + 1] >> 31));
     }
-    bound = (int64_t)max_bias + (int64_t)depth * (255 * 128);
-    if (bound >= ((int64_t)1 << 30))
+    if (bias != NULL && i < n_bias)
+    {
+        bits |= (uint32_t)(bias[i] ^ (bias[i] >> 31));
+    }
+    max_bias = bits + 1u;
+    if (max_bias >= (1u << 30) || depth < 0 || depth > 32896)
     {
         return 0;
     }
-    for (e_max = 0; e_max < 31 && bound + 3 + ((int64_t)129 << (e_max + 1)) < ((int64_t)1 << 31); e_max++)
+    bound = max_bias + (uint32_t)depth * (255u * 128u); /* < 2^30 + 2^30: no wrap */
+    if (bound >= (1u << 30))
     {
+        return 0;
     }
+    /* e = -shift: 1 <= e and B + 3 + 129 * 2^e < 2^31, which needs e <= 23 (129 * 2^24 > 2^31), so the sum of
+     * B < 2^30 and 129 * 2^e < 2^31 is computed without wrap in 32 bits */
     for (i = 0; i < n; i++)
     {
         const int32_t e = -shift[i];
-        if (e < 1 || e > e_max || mult[i] < 0)
+        if (e < 1 || e > 23 || mult[i] < 0 || bound + 3u + (129u << e) >= (1u << 31))
         {
             return 0;
         }
@@ -177,6 +189,14 @@ POCKMCU_DSP_INLINE int32_t pockmcu_dsp_out_fast(int32_t acc, int32_t m, int32_t 
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_fast_round(int32_t e, int32_t out_off)
 {
     return (int32_t)(((uint32_t)1 << (e - 1)) + (uint32_t)out_off * ((uint32_t)1 << e));
+}
+
+/* q->m0, e0, r0 from multiplier[0] and shift[0] (read only for a per-tensor layer with q->fast). */
+POCKMCU_DSP_INLINE void pockmcu_dsp_requant_per_tensor(pockmcu_dsp_requant *q)
+{
+    q->m0 = q->multiplier[0];
+    q->e0 = -q->shift[0];
+    q->r0 = q->fast ? pockmcu_dsp_fast_round(q->e0, q->output_offset) : 0;
 }
 
 /* Requantization constants of output channel o (per_channel constant). */
@@ -213,9 +233,9 @@ POCKMCU_DSP_INLINE int8_t pockmcu_dsp_out_at(int32_t acc,
 {
     if (!ort_rounding && q->fast)
     {
-        const int32_t k = per_channel ? o : 0;
-        const int32_t e = -q->shift[k];
-        int32_t v = pockmcu_dsp_out_fast(acc, q->multiplier[k], pockmcu_dsp_fast_round(e, q->output_offset), e);
+        const int32_t e = per_channel ? -q->shift[o] : q->e0;
+        const int32_t r = per_channel ? pockmcu_dsp_fast_round(e, q->output_offset) : q->r0;
+        int32_t v = pockmcu_dsp_out_fast(acc, per_channel ? q->multiplier[o] : q->m0, r, e);
         if (q->clamp)
         {
             v = v < q->act_min ? q->act_min : v;
@@ -227,6 +247,71 @@ POCKMCU_DSP_INLINE int8_t pockmcu_dsp_out_at(int32_t acc,
     {
         const pockmcu_dsp_channel c = pockmcu_dsp_channel_at(q, o, per_channel);
         return pockmcu_dsp_out(acc, &c, q, ort_rounding);
+    }
+}
+
+/* The int8 clamp of four outputs to [act_min, act_max] (q->clamp): one packed word, SIMD byte min and max. */
+POCKMCU_DSP_INLINE uint32_t pockmcu_dsp_clamp_4(const pockmcu_dsp_requant *q, uint32_t p)
+{
+    const uint32_t lo4 = (uint32_t)(uint8_t)q->act_min * 0x01010101u;
+    const uint32_t hi4 = (uint32_t)(uint8_t)q->act_max * 0x01010101u;
+    return pockmcu_min_s8x4(pockmcu_max_s8x4(p, lo4), hi4);
+}
+
+/* Outputs o .. o + 3 of the accumulators s[0..3] into out[0..3]: with the fast requantization the
+ * constants of a per-tensor layer are the call's (q->m0, e0, r0) and the clamp, when there is one, takes the
+ * four values at once; else pockmcu_dsp_out_at. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_out_4(const int32_t *s,
+                                          int32_t o,
+                                          const pockmcu_dsp_requant *q,
+                                          int8_t *out,
+                                          const int32_t per_channel,
+                                          const int32_t ort_rounding)
+{
+    if (!ort_rounding && q->fast)
+    {
+        uint32_t p;
+        if (per_channel)
+        {
+            const int32_t e0 = -q->shift[o], e1 = -q->shift[o + 1], e2 = -q->shift[o + 2], e3 = -q->shift[o + 3];
+            p = pockmcu_pack_s8x4(
+                pockmcu_dsp_out_fast(s[0], q->multiplier[o], pockmcu_dsp_fast_round(e0, q->output_offset), e0),
+                pockmcu_dsp_out_fast(s[1], q->multiplier[o + 1], pockmcu_dsp_fast_round(e1, q->output_offset), e1),
+                pockmcu_dsp_out_fast(s[2], q->multiplier[o + 2], pockmcu_dsp_fast_round(e2, q->output_offset), e2),
+                pockmcu_dsp_out_fast(s[3], q->multiplier[o + 3], pockmcu_dsp_fast_round(e3, q->output_offset), e3));
+        }
+        else
+        {
+            const int32_t m = q->m0, e = q->e0, r = q->r0;
+            p = pockmcu_pack_s8x4(pockmcu_dsp_out_fast(s[0], m, r, e),
+                                  pockmcu_dsp_out_fast(s[1], m, r, e),
+                                  pockmcu_dsp_out_fast(s[2], m, r, e),
+                                  pockmcu_dsp_out_fast(s[3], m, r, e));
+        }
+        if (q->clamp)
+        {
+            p = pockmcu_dsp_clamp_4(q, p);
+        }
+        out[0] = (int8_t)p;
+        out[1] = (int8_t)(p >> 8);
+        out[2] = (int8_t)(p >> 16);
+        out[3] = (int8_t)(p >> 24);
+    }
+    else if (!per_channel) /* unrolled: s[] stays in registers (the per-channel kernels, convolutions among them,
+                            * allocate their registers better with the loop) */
+    {
+        out[0] = pockmcu_dsp_out_at(s[0], o, q, per_channel, ort_rounding);
+        out[1] = pockmcu_dsp_out_at(s[1], o + 1, q, per_channel, ort_rounding);
+        out[2] = pockmcu_dsp_out_at(s[2], o + 2, q, per_channel, ort_rounding);
+        out[3] = pockmcu_dsp_out_at(s[3], o + 3, q, per_channel, ort_rounding);
+    }
+    else
+    {
+        int32_t k;
+        for (k = 0; k < 4; k++)
+        {
+            out[k] = pockmcu_dsp_out_at(s[k], o + k, q, per_channel, ort_rounding);
+        }
     }
 }
 
@@ -593,9 +678,9 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_4(const uint32_t *col,
             const int32_t *a = acc;
             for (i = 0; i < n; i++, a += 4)
             {
-                const int32_t k = per_channel ? o0 + i : 0;
-                const int32_t m = q->multiplier[k], e = -q->shift[k];
-                const int32_t rr = pockmcu_dsp_fast_round(e, q->output_offset);
+                const int32_t m = per_channel ? q->multiplier[o0 + i] : q->m0;
+                const int32_t e = per_channel ? -q->shift[o0 + i] : q->e0;
+                const int32_t rr = per_channel ? pockmcu_dsp_fast_round(e, q->output_offset) : q->r0;
                 int32_t v0 = pockmcu_dsp_out_fast(a[0], m, rr, e), v1 = pockmcu_dsp_out_fast(a[1], m, rr, e);
                 int32_t v2 = pockmcu_dsp_out_fast(a[2], m, rr, e), v3 = pockmcu_dsp_out_fast(a[3], m, rr, e);
                 int8_t *st = stage + i;
@@ -690,20 +775,20 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
                                            const int32_t ort_rounding)
 {
     const int8_t *w = filter;
-    int32_t o, k;
+    int32_t o;
     for (o = 0; o + 4 <= out_c; o += 4)
     {
-        int32_t s[4];
-        for (k = 0; k < 4; k++)
+        int32_t s[4] = {0, 0, 0, 0};
+        if (q->bias != NULL)
         {
-            s[k] = pockmcu_dsp_bias_at(q, o + k);
+            s[0] = q->bias[o];
+            s[1] = q->bias[o + 1];
+            s[2] = q->bias[o + 2];
+            s[3] = q->bias[o + 3];
         }
         pockmcu_dsp_dot_1x4(col, w, depth, s);
         w += 4 * depth;
-        for (k = 0; k < 4; k++)
-        {
-            out[o + k] = pockmcu_dsp_out_at(s[k], o + k, q, per_channel, ort_rounding);
-        }
+        pockmcu_dsp_out_4(s, o, q, out + o, per_channel, ort_rounding);
     }
     if (o + 2 <= out_c)
     {
@@ -899,6 +984,7 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_
     q.act_max = conv_params->activation.max;
     q.fast = !ort_rounding && pockmcu_dsp_fast_requant_ok(bias_data, q.multiplier, q.shift, out_c, out_c, depth);
     q.clamp = q.act_min > -128 || q.act_max < 127;
+    pockmcu_dsp_requant_per_tensor(&q);
     col = (uint32_t *)ctx->buf;
     field = (int8_t *)(col + pockmcu_dsp_col_words(depth, pockmcu_dsp_block_rows(pixels)));
 
@@ -976,6 +1062,7 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_fc_s8_loops(const cmsis_nn_co
     q.fast = !ort_rounding &&
         pockmcu_dsp_fast_requant_ok(bias_data, multiplier, shift, per_channel ? out_c : 1, out_c, depth);
     q.clamp = q.act_min > -128 || q.act_max < 127;
+    pockmcu_dsp_requant_per_tensor(&q);
     col = (uint32_t *)ctx->buf;
 #define POCKMCU_DSP_BATCH_ROW(p) src = input_data + (p)*depth
     POCKMCU_DSP_ALL_ROWS(batches, POCKMCU_DSP_BATCH_ROW);
