@@ -34,10 +34,11 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(PY) -m pockmcu.demo
 
-# The whole suite on every core (pytest-xdist; PYTEST_JOBS=0 runs it in one process), the 25 slowest listed.
+# The whole suite on every core (pytest-xdist, an idle worker takes tests queued for a busy one; PYTEST_JOBS=0 runs it
+# in one process), the 25 slowest listed.
 PYTEST_JOBS ?= auto
 test: setup
-	$(PY) -m pytest -q -n $(PYTEST_JOBS) --durations=25 $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(PYTEST_JOBS) --dist worksteal --durations=25 $(PYTEST_ARGS)
 
 # Unit, numpy-reference and host-simulation tests: no QEMU, nothing marked slow (tests/conftest.py).
 test-fast: setup
