@@ -324,10 +324,32 @@ SPLIT_INLINE int32_t split_pointwise_blocks(uint32_t *col,
         {
             int32_t s[4];
             split_dot_4x1(col, head + o * head_c, filter + o * in_c, in_c, head_c, pockmcu_dsp_bias_at(q, o), s);
-            y[o] = pockmcu_dsp_out_at(s[0], o, q, 1, ort_rounding);
-            y[out_c + o] = pockmcu_dsp_out_at(s[1], o, q, 1, ort_rounding);
-            y[2 * out_c + o] = pockmcu_dsp_out_at(s[2], o, q, 1, ort_rounding);
-            y[3 * out_c + o] = pockmcu_dsp_out_at(s[3], o, q, 1, ort_rounding);
+            if (!ort_rounding && q->fast) /* pockmcu_dsp_out_at's fast branch, the channel's constants once */
+            {
+                const int32_t m = q->multiplier[o], e = -q->shift[o];
+                const int32_t rr = pockmcu_dsp_fast_round(e, q->output_offset);
+                int32_t v0 = pockmcu_dsp_out_fast(s[0], m, rr, e), v1 = pockmcu_dsp_out_fast(s[1], m, rr, e);
+                int32_t v2 = pockmcu_dsp_out_fast(s[2], m, rr, e), v3 = pockmcu_dsp_out_fast(s[3], m, rr, e);
+                if (q->clamp)
+                {
+                    v0 = pockmcu_clamp_i32(v0, q->act_min, q->act_max);
+                    v1 = pockmcu_clamp_i32(v1, q->act_min, q->act_max);
+                    v2 = pockmcu_clamp_i32(v2, q->act_min, q->act_max);
+                    v3 = pockmcu_clamp_i32(v3, q->act_min, q->act_max);
+                }
+                y[o] = (int8_t)v0;
+                y[out_c + o] = (int8_t)v1;
+                y[2 * out_c + o] = (int8_t)v2;
+                y[3 * out_c + o] = (int8_t)v3;
+            }
+            else
+            {
+                const pockmcu_dsp_channel ch = pockmcu_dsp_channel_at(q, o, 1);
+                y[o] = pockmcu_dsp_out(s[0], &ch, q, ort_rounding);
+                y[out_c + o] = pockmcu_dsp_out(s[1], &ch, q, ort_rounding);
+                y[2 * out_c + o] = pockmcu_dsp_out(s[2], &ch, q, ort_rounding);
+                y[3 * out_c + o] = pockmcu_dsp_out(s[3], &ch, q, ort_rounding);
+            }
         }
     }
     return p;
