@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "pockmcu_nn.h"
+#include "pockmcu_train_fast.h"
 
 #define POCKMCU_BIAS_CHUNK 16
 
@@ -52,36 +53,30 @@ static uint32_t mask_bits(const uint8_t *mask, int32_t k, int32_t n)
     return n >= 32 ? (uint32_t)v : (uint32_t)v & ((1u << n) - 1u);
 }
 
-/* grad_input of np (1..4) consecutive pixels, rows of in_c floats from gi (fully written), their mask
+/* grad_input of np (1..4) consecutive pixels, output channels [o0, o0 + len) (len <= 32, their scaled gradients
+ * s_o = (grad_mean[o] / count) * filter_scale[o] in s), rows of in_c floats from gi (fully written), their mask
  * bits starting at k0 (pixel q's bit for channel o is k0 + q * out_c + o). The term
  * t = ((grad_mean[o] / count) * filter_scale[o]) * (float)filter[o][c] is the same for every pixel;
  * each pixel whose mask bit is set adds it, o ascending from +0, exactly the unfused sum (which skips
  * the pixels whose dz is 0: those add nothing). Output channels run in chunks of 32: the chunk's
  * s_o = dz * scale on the stack, each pixel's 32 mask bits in a register; the sums stay in gi between
  * chunks. Register block: 4 pixels x 4 channels. */
-static void from_mean_pixels(const float *gm,
-                             const uint8_t *mask,
-                             int32_t k0,
-                             int32_t np,
-                             float count,
-                             const int8_t *filter,
-                             const float *filter_scale,
-                             int32_t out_c,
-                             int32_t in_c,
-                             float *gi)
+static void from_mean_pixels_branch(const float *s,
+                                    const uint8_t *mask,
+                                    int32_t k0,
+                                    int32_t np,
+                                    int32_t o0,
+                                    int32_t len,
+                                    const int8_t *filter,
+                                    int32_t out_c,
+                                    int32_t in_c,
+                                    float *gi)
 {
-    float s[32];
     uint32_t mw[4];
-    int32_t o0, q, c, o;
+    int32_t q, c, o;
 
-    for (o0 = 0; o0 < out_c; o0 += 32)
     {
-        const int32_t len = out_c - o0 < 32 ? out_c - o0 : 32;
         const int32_t first = o0 == 0;
-        for (o = 0; o < len; o++)
-        {
-            s[o] = (gm[o0 + o] / count) * filter_scale[o0 + o];
-        }
         for (q = 0; q < 4; q++)
         {
             mw[q] = q < np ? mask_bits(mask, k0 + q * out_c + o0, len) : 0u;
@@ -186,6 +181,153 @@ static void from_mean_pixels(const float *gm,
                 }
                 gi[q * in_c + c] = acc;
             }
+        }
+    }
+}
+
+/* 2^120: a scaled gradient below it in magnitude times an int8 weight (|w| <= 128) stays finite. */
+#define POCKMCU_FROM_MEAN_FINITE 1.329228e36f
+
+/* from_mean_pixels_branch's sums without its branches: the term of pixel q and channel o is added as
+ * t * m[o][q] with m = 1.0f where the mask bit is set and 0.0f elsewhere (pockmcu_mla_f32: the product, exact,
+ * then the add). t * 1.0f = t, so a pixel whose bit is set adds the same term in the same order; a pixel whose bit
+ * is clear adds +-0, which leaves every sum that starts at +0 unchanged (such a sum is never -0: x + y rounds to
+ * -0 only when both are -0), so the bits are those of the skipping loop. Needs every term finite (t * 0 would be a
+ * NaN): the caller runs this only when every |s_o| < 2^120. Per channel o: one VLDM of the 4 pixels' m, 4
+ * weights converted, 4 products, 16 multiply-adds. */
+static void from_mean_pixels_flat(const float *s,
+                                  const uint8_t *mask,
+                                  int32_t k0,
+                                  int32_t np,
+                                  int32_t o0,
+                                  int32_t len,
+                                  const int8_t *filter,
+                                  int32_t out_c,
+                                  int32_t in_c,
+                                  float *gi)
+{
+    float m[32 * 4];
+    int32_t q, c, o;
+    const int32_t first = o0 == 0;
+    for (q = 0; q < 4; q++)
+    {
+        const uint32_t mw = q < np ? mask_bits(mask, k0 + q * out_c + o0, len) : 0u;
+        for (o = 0; o < len; o++)
+        {
+            m[4 * o + q] = ((mw >> o) & 1u) != 0u ? 1.0f : 0.0f;
+        }
+    }
+    for (c = 0; c + 4 <= in_c; c += 4)
+    {
+        float a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33;
+        const int8_t *wp = filter + o0 * in_c + c;
+        const float *mp = m;
+        if (first)
+        {
+            a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = 0.0f;
+            a20 = a21 = a22 = a23 = a30 = a31 = a32 = a33 = 0.0f;
+        }
+        else
+        {
+            const float *g1 = gi + (np > 1 ? in_c : 0), *g2 = gi + (np > 2 ? 2 * in_c : 0);
+            const float *g3 = gi + (np > 3 ? 3 * in_c : 0);
+            a00 = gi[c], a01 = gi[c + 1], a02 = gi[c + 2], a03 = gi[c + 3];
+            a10 = g1[c], a11 = g1[c + 1], a12 = g1[c + 2], a13 = g1[c + 3];
+            a20 = g2[c], a21 = g2[c + 1], a22 = g2[c + 2], a23 = g2[c + 3];
+            a30 = g3[c], a31 = g3[c + 1], a32 = g3[c + 2], a33 = g3[c + 3];
+        }
+        for (o = 0; o < len; o++, wp += in_c, mp += 4)
+        {
+            float mv[4], wv[4];
+            float t0, t1, t2, t3, m0, m1, m2, m3;
+            const float so = s[o];
+            pockmcu_ld4_f32(mp, mv);
+            pockmcu_cvt4_s8(wp, 0, 0u, wv);
+            m0 = mv[0], m1 = mv[1], m2 = mv[2], m3 = mv[3];
+            t0 = so * wv[0];
+            t1 = so * wv[1];
+            t2 = so * wv[2];
+            t3 = so * wv[3];
+            a00 = pockmcu_mla_f32(a00, t0, m0);
+            a01 = pockmcu_mla_f32(a01, t1, m0);
+            a02 = pockmcu_mla_f32(a02, t2, m0);
+            a03 = pockmcu_mla_f32(a03, t3, m0);
+            a10 = pockmcu_mla_f32(a10, t0, m1);
+            a11 = pockmcu_mla_f32(a11, t1, m1);
+            a12 = pockmcu_mla_f32(a12, t2, m1);
+            a13 = pockmcu_mla_f32(a13, t3, m1);
+            a20 = pockmcu_mla_f32(a20, t0, m2);
+            a21 = pockmcu_mla_f32(a21, t1, m2);
+            a22 = pockmcu_mla_f32(a22, t2, m2);
+            a23 = pockmcu_mla_f32(a23, t3, m2);
+            a30 = pockmcu_mla_f32(a30, t0, m3);
+            a31 = pockmcu_mla_f32(a31, t1, m3);
+            a32 = pockmcu_mla_f32(a32, t2, m3);
+            a33 = pockmcu_mla_f32(a33, t3, m3);
+        }
+        gi[c] = a00, gi[c + 1] = a01, gi[c + 2] = a02, gi[c + 3] = a03;
+        if (np > 1)
+        {
+            float *g1 = gi + in_c;
+            g1[c] = a10, g1[c + 1] = a11, g1[c + 2] = a12, g1[c + 3] = a13;
+        }
+        if (np > 2)
+        {
+            float *g2 = gi + 2 * in_c;
+            g2[c] = a20, g2[c + 1] = a21, g2[c + 2] = a22, g2[c + 3] = a23;
+        }
+        if (np > 3)
+        {
+            float *g3 = gi + 3 * in_c;
+            g3[c] = a30, g3[c + 1] = a31, g3[c + 2] = a32, g3[c + 3] = a33;
+        }
+    }
+    for (; c < in_c; c++) /* channel tail */
+    {
+        for (q = 0; q < np; q++)
+        {
+            float acc = first ? 0.0f : gi[q * in_c + c];
+            const int8_t *wp = filter + o0 * in_c + c;
+            for (o = 0; o < len; o++, wp += in_c)
+            {
+                acc = pockmcu_mla_f32(acc, s[o] * (float)*wp, m[4 * o + q]);
+            }
+            gi[q * in_c + c] = acc;
+        }
+    }
+}
+
+/* grad_input of np (1..4) consecutive pixels: per chunk of 32 output channels, from_mean_pixels_flat when every
+ * scaled gradient of the chunk is below 2^120 in magnitude, else from_mean_pixels_branch's loops. */
+static void from_mean_pixels(const float *gm,
+                             const uint8_t *mask,
+                             int32_t k0,
+                             int32_t np,
+                             float count,
+                             const int8_t *filter,
+                             const float *filter_scale,
+                             int32_t out_c,
+                             int32_t in_c,
+                             float *gi)
+{
+    float s[32];
+    int32_t o0, o;
+    for (o0 = 0; o0 < out_c; o0 += 32)
+    {
+        const int32_t len = out_c - o0 < 32 ? out_c - o0 : 32;
+        int32_t finite = 1;
+        for (o = 0; o < len; o++)
+        {
+            s[o] = (gm[o0 + o] / count) * filter_scale[o0 + o];
+            finite &= s[o] < POCKMCU_FROM_MEAN_FINITE && s[o] > -POCKMCU_FROM_MEAN_FINITE;
+        }
+        if (finite)
+        {
+            from_mean_pixels_flat(s, mask, k0, np, o0, len, filter, out_c, in_c, gi);
+        }
+        else
+        {
+            from_mean_pixels_branch(s, mask, k0, np, o0, len, filter, out_c, in_c, gi);
         }
     }
 }
