@@ -188,13 +188,13 @@ static void from_mean_pixels_branch(const float *s,
 /* 2^120: a scaled gradient below it in magnitude times an int8 weight (|w| <= 128) stays finite. */
 #define POCKMCU_FROM_MEAN_FINITE 1.329228e36f
 
-/* from_mean_pixels_branch's sums without its branches: the term of pixel q and channel o is added as
- * t * m[o][q] with m = 1.0f where the mask bit is set and 0.0f elsewhere (pockmcu_mla_f32: the product, exact,
- * then the add). t * 1.0f = t, so a pixel whose bit is set adds the same term in the same order; a pixel whose bit
- * is clear adds +-0, which leaves every sum that starts at +0 unchanged (such a sum is never -0: x + y rounds to
- * -0 only when both are -0), so the bits are those of the skipping loop. Needs every term finite (t * 0 would be a
- * NaN): the caller runs this only when every |s_o| < 2^120. Per channel o: one VLDM of the 4 pixels' m, 4
- * weights converted, 4 products, 16 multiply-adds. */
+/* from_mean_pixels_branch's sums without its branches, for np (1..8) pixels: the term of pixel q and channel o
+ * is added as t * m[o][q] with m = 1.0f where the mask bit is set and 0.0f elsewhere (pockmcu_mla_f32: the
+ * product, exact, then the add). t * 1.0f = t, so a pixel whose bit is set adds the same term in the same order;
+ * a pixel whose bit is clear adds +-0, which leaves every sum that starts at +0 unchanged (such a sum is never
+ * -0: x + y rounds to -0 only when both are -0), so the bits are those of the skipping loop. Needs every term
+ * finite (t * 0 would be a NaN): the caller runs this only when every |s_o| < 2^120. Register block 8 pixels x
+ * 2 channels: per channel o, two VLDM of the 8 pixels' m, 2 weights converted, 2 products, 16 multiply-adds. */
 static void from_mean_pixels_flat(const float *s,
                                   const uint8_t *mask,
                                   int32_t k0,
@@ -206,83 +206,92 @@ static void from_mean_pixels_flat(const float *s,
                                   int32_t in_c,
                                   float *gi)
 {
-    float m[32 * 4];
+    float m[32 * 8];
+    float *row[8];
     int32_t q, c, o;
     const int32_t first = o0 == 0;
-    for (q = 0; q < 4; q++)
+    for (q = 0; q < 8; q++)
     {
         const uint32_t mw = q < np ? mask_bits(mask, k0 + q * out_c + o0, len) : 0u;
         for (o = 0; o < len; o++)
         {
-            m[4 * o + q] = ((mw >> o) & 1u) != 0u ? 1.0f : 0.0f;
+            m[8 * o + q] = ((mw >> o) & 1u) != 0u ? 1.0f : 0.0f;
         }
+        row[q] = gi + (q < np ? q : 0) * in_c; /* rows past np: read, never stored */
     }
-    for (c = 0; c + 4 <= in_c; c += 4)
+    for (c = 0; c + 2 <= in_c; c += 2)
     {
-        float a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33;
+        float a00, a01, a10, a11, a20, a21, a30, a31, a40, a41, a50, a51, a60, a61, a70, a71;
         const int8_t *wp = filter + o0 * in_c + c;
         const float *mp = m;
         if (first)
         {
-            a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = 0.0f;
-            a20 = a21 = a22 = a23 = a30 = a31 = a32 = a33 = 0.0f;
+            a00 = a01 = a10 = a11 = a20 = a21 = a30 = a31 = 0.0f;
+            a40 = a41 = a50 = a51 = a60 = a61 = a70 = a71 = 0.0f;
         }
         else
         {
-            const float *g1 = gi + (np > 1 ? in_c : 0), *g2 = gi + (np > 2 ? 2 * in_c : 0);
-            const float *g3 = gi + (np > 3 ? 3 * in_c : 0);
-            a00 = gi[c], a01 = gi[c + 1], a02 = gi[c + 2], a03 = gi[c + 3];
-            a10 = g1[c], a11 = g1[c + 1], a12 = g1[c + 2], a13 = g1[c + 3];
-            a20 = g2[c], a21 = g2[c + 1], a22 = g2[c + 2], a23 = g2[c + 3];
-            a30 = g3[c], a31 = g3[c + 1], a32 = g3[c + 2], a33 = g3[c + 3];
+            a00 = row[0][c], a01 = row[0][c + 1], a10 = row[1][c], a11 = row[1][c + 1];
+            a20 = row[2][c], a21 = row[2][c + 1], a30 = row[3][c], a31 = row[3][c + 1];
+            a40 = row[4][c], a41 = row[4][c + 1], a50 = row[5][c], a51 = row[5][c + 1];
+            a60 = row[6][c], a61 = row[6][c + 1], a70 = row[7][c], a71 = row[7][c + 1];
         }
-        for (o = 0; o < len; o++, wp += in_c, mp += 4)
+        for (o = 0; o < len; o++, wp += in_c, mp += 8)
         {
-            float mv[4], wv[4];
-            float t0, t1, t2, t3, m0, m1, m2, m3;
+            float mv[4], mu[4];
             const float so = s[o];
+            const float t0 = so * (float)wp[0];
+            const float t1 = so * (float)wp[1];
             pockmcu_ld4_f32(mp, mv);
-            pockmcu_cvt4_s8(wp, 0, 0u, wv);
-            m0 = mv[0], m1 = mv[1], m2 = mv[2], m3 = mv[3];
-            t0 = so * wv[0];
-            t1 = so * wv[1];
-            t2 = so * wv[2];
-            t3 = so * wv[3];
-            a00 = pockmcu_mla_f32(a00, t0, m0);
-            a01 = pockmcu_mla_f32(a01, t1, m0);
-            a02 = pockmcu_mla_f32(a02, t2, m0);
-            a03 = pockmcu_mla_f32(a03, t3, m0);
-            a10 = pockmcu_mla_f32(a10, t0, m1);
-            a11 = pockmcu_mla_f32(a11, t1, m1);
-            a12 = pockmcu_mla_f32(a12, t2, m1);
-            a13 = pockmcu_mla_f32(a13, t3, m1);
-            a20 = pockmcu_mla_f32(a20, t0, m2);
-            a21 = pockmcu_mla_f32(a21, t1, m2);
-            a22 = pockmcu_mla_f32(a22, t2, m2);
-            a23 = pockmcu_mla_f32(a23, t3, m2);
-            a30 = pockmcu_mla_f32(a30, t0, m3);
-            a31 = pockmcu_mla_f32(a31, t1, m3);
-            a32 = pockmcu_mla_f32(a32, t2, m3);
-            a33 = pockmcu_mla_f32(a33, t3, m3);
+            a00 = pockmcu_mla_f32(a00, t0, mv[0]);
+            a01 = pockmcu_mla_f32(a01, t1, mv[0]);
+            a10 = pockmcu_mla_f32(a10, t0, mv[1]);
+            a11 = pockmcu_mla_f32(a11, t1, mv[1]);
+            a20 = pockmcu_mla_f32(a20, t0, mv[2]);
+            a21 = pockmcu_mla_f32(a21, t1, mv[2]);
+            a30 = pockmcu_mla_f32(a30, t0, mv[3]);
+            a31 = pockmcu_mla_f32(a31, t1, mv[3]);
+            pockmcu_ld4_f32_b(mp + 4, mu);
+            a40 = pockmcu_mla_f32(a40, t0, mu[0]);
+            a41 = pockmcu_mla_f32(a41, t1, mu[0]);
+            a50 = pockmcu_mla_f32(a50, t0, mu[1]);
+            a51 = pockmcu_mla_f32(a51, t1, mu[1]);
+            a60 = pockmcu_mla_f32(a60, t0, mu[2]);
+            a61 = pockmcu_mla_f32(a61, t1, mu[2]);
+            a70 = pockmcu_mla_f32(a70, t0, mu[3]);
+            a71 = pockmcu_mla_f32(a71, t1, mu[3]);
         }
-        gi[c] = a00, gi[c + 1] = a01, gi[c + 2] = a02, gi[c + 3] = a03;
+        row[0][c] = a00, row[0][c + 1] = a01;
         if (np > 1)
         {
-            float *g1 = gi + in_c;
-            g1[c] = a10, g1[c + 1] = a11, g1[c + 2] = a12, g1[c + 3] = a13;
+            row[1][c] = a10, row[1][c + 1] = a11;
         }
         if (np > 2)
         {
-            float *g2 = gi + 2 * in_c;
-            g2[c] = a20, g2[c + 1] = a21, g2[c + 2] = a22, g2[c + 3] = a23;
+            row[2][c] = a20, row[2][c + 1] = a21;
         }
         if (np > 3)
         {
-            float *g3 = gi + 3 * in_c;
-            g3[c] = a30, g3[c + 1] = a31, g3[c + 2] = a32, g3[c + 3] = a33;
+            row[3][c] = a30, row[3][c + 1] = a31;
+        }
+        if (np > 4)
+        {
+            row[4][c] = a40, row[4][c + 1] = a41;
+        }
+        if (np > 5)
+        {
+            row[5][c] = a50, row[5][c + 1] = a51;
+        }
+        if (np > 6)
+        {
+            row[6][c] = a60, row[6][c + 1] = a61;
+        }
+        if (np > 7)
+        {
+            row[7][c] = a70, row[7][c + 1] = a71;
         }
     }
-    for (; c < in_c; c++) /* channel tail */
+    for (; c < in_c; c++) /* odd channel */
     {
         for (q = 0; q < np; q++)
         {
@@ -290,14 +299,14 @@ static void from_mean_pixels_flat(const float *s,
             const int8_t *wp = filter + o0 * in_c + c;
             for (o = 0; o < len; o++, wp += in_c)
             {
-                acc = pockmcu_mla_f32(acc, s[o] * (float)*wp, m[4 * o + q]);
+                acc = pockmcu_mla_f32(acc, s[o] * (float)*wp, m[8 * o + q]);
             }
             gi[q * in_c + c] = acc;
         }
     }
 }
 
-/* grad_input of np (1..4) consecutive pixels: per chunk of 32 output channels, from_mean_pixels_flat when every
+/* grad_input of np (1..8) consecutive pixels: per chunk of 32 output channels, from_mean_pixels_flat when every
  * scaled gradient of the chunk is below 2^120 in magnitude, else from_mean_pixels_branch's loops. */
 static void from_mean_pixels(const float *gm,
                              const uint8_t *mask,
@@ -327,7 +336,11 @@ static void from_mean_pixels(const float *gm,
         }
         else
         {
-            from_mean_pixels_branch(s, mask, k0, np, o0, len, filter, out_c, in_c, gi);
+            from_mean_pixels_branch(s, mask, k0, np < 4 ? np : 4, o0, len, filter, out_c, in_c, gi);
+            if (np > 4)
+            {
+                from_mean_pixels_branch(s, mask, k0 + 4 * out_c, np - 4, o0, len, filter, out_c, in_c, gi + 4 * in_c);
+            }
         }
     }
 }
@@ -396,9 +409,9 @@ arm_cmsis_nn_status pockmcu_conv_1x1_grad_from_mean_f32(const cmsis_nn_dims *out
     {
         for (b = 0; b < batches; b++)
         {
-            for (p = 0; p < hw; p += 4)
+            for (p = 0; p < hw; p += 8)
             {
-                const int32_t np = hw - p < 4 ? hw - p : 4;
+                const int32_t np = hw - p < 8 ? hw - p : 8;
                 from_mean_pixels(grad_mean + b * out_c,
                                  mask,
                                  (b * hw + p) * out_c,
