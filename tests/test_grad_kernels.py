@@ -1981,6 +1981,11 @@ int pockmcu_fast_workload(uint8_t *dst, int32_t cap)
     out_cap = cap;
     out_n = 4;
     ok = 1;
+    zero_pct = 0; /* dense gradients: 8 pixels x 2 channels, odd channel counts, both parts of a split filter */
+    conv1x1_case(1, 3, 6, 9, 40, 1, 0, 0);
+    conv1x1_case(1, 4, 5, 15, 70, 1, 0, 7);
+    conv1x1_case(1, 4, 4, 2, 9, 1, 0, 1);
+    zero_pct = 30;
     conv1x1_case(1, 5, 5, 13, 7, 1, 0, 0);
     conv1x1_case(2, 4, 3, 8, 9, 1, 0, 0);
     conv1x1_case(1, 7, 6, 10, 5, 2, 0, 0);
