@@ -355,6 +355,43 @@ SPLIT_INLINE int32_t split_pointwise_blocks(uint32_t *col,
     return p;
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+    #define SPLIT_OUT_OF_LINE static __attribute__((noinline))
+#else
+    #define SPLIT_OUT_OF_LINE static
+#endif
+
+/* split_pointwise_blocks for each rounding, out of line (its loops get the registers to themselves). */
+SPLIT_OUT_OF_LINE int32_t split_pointwise_tflm(uint32_t *col,
+                                               const int8_t *in,
+                                               int32_t n_pix,
+                                               int32_t in_c,
+                                               const int8_t *filter,
+                                               const int8_t *head,
+                                               int32_t head_c,
+                                               int32_t out_c,
+                                               int32_t offset,
+                                               const pockmcu_dsp_requant *q,
+                                               int8_t *out)
+{
+    return split_pointwise_blocks(col, in, n_pix, in_c, filter, head, head_c, out_c, offset, q, out, 0);
+}
+
+SPLIT_OUT_OF_LINE int32_t split_pointwise_ort(uint32_t *col,
+                                              const int8_t *in,
+                                              int32_t n_pix,
+                                              int32_t in_c,
+                                              const int8_t *filter,
+                                              const int8_t *head,
+                                              int32_t head_c,
+                                              int32_t out_c,
+                                              int32_t offset,
+                                              const pockmcu_dsp_requant *q,
+                                              int8_t *out)
+{
+    return split_pointwise_blocks(col, in, n_pix, in_c, filter, head, head_c, out_c, offset, q, out, 1);
+}
+
 arm_cmsis_nn_status pockmcu_convolve_split_s8_simd(const cmsis_nn_context *ctx,
                                                    const cmsis_nn_conv_params *conv_params,
                                                    const cmsis_nn_per_channel_quant_params *quant_params,
@@ -447,30 +484,28 @@ arm_cmsis_nn_status pockmcu_convolve_split_s8_simd(const cmsis_nn_context *ctx,
         q.in_batch = input_data + b * q.in_h * q.in_w * q.in_c;
         if (pointwise)
         {
-            pix = ort_rounding ? split_pointwise_blocks((uint32_t *)ctx->buf,
-                                                        q.in_batch,
-                                                        n_pix,
-                                                        q.in_c,
-                                                        filter_data,
-                                                        head_rows,
-                                                        head_c,
-                                                        out_c,
-                                                        q.off,
-                                                        &rq,
-                                                        out_batch,
-                                                        1)
-                               : split_pointwise_blocks((uint32_t *)ctx->buf,
-                                                        q.in_batch,
-                                                        n_pix,
-                                                        q.in_c,
-                                                        filter_data,
-                                                        head_rows,
-                                                        head_c,
-                                                        out_c,
-                                                        q.off,
-                                                        &rq,
-                                                        out_batch,
-                                                        0);
+            pix = ort_rounding ? split_pointwise_ort((uint32_t *)ctx->buf,
+                                                     q.in_batch,
+                                                     n_pix,
+                                                     q.in_c,
+                                                     filter_data,
+                                                     head_rows,
+                                                     head_c,
+                                                     out_c,
+                                                     q.off,
+                                                     &rq,
+                                                     out_batch)
+                               : split_pointwise_tflm((uint32_t *)ctx->buf,
+                                                      q.in_batch,
+                                                      n_pix,
+                                                      q.in_c,
+                                                      filter_data,
+                                                      head_rows,
+                                                      head_c,
+                                                      out_c,
+                                                      q.off,
+                                                      &rq,
+                                                      out_batch);
         }
         for (; pix < n_pix; pix += 2)
         {
