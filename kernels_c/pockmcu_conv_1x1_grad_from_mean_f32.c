@@ -185,6 +185,12 @@ static void from_mean_pixels_branch(const float *s,
     }
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+    #define POCKMCU_FROM_MEAN_OUT_OF_LINE __attribute__((noinline)) /* its loops get the registers to themselves */
+#else
+    #define POCKMCU_FROM_MEAN_OUT_OF_LINE
+#endif
+
 /* 2^120: a scaled gradient below it in magnitude times an int8 weight (|w| <= 128) stays finite. */
 #define POCKMCU_FROM_MEAN_FINITE 1.329228e36f
 
@@ -195,19 +201,20 @@ static void from_mean_pixels_branch(const float *s,
  * -0: x + y rounds to -0 only when both are -0), so the bits are those of the skipping loop. Needs every term
  * finite (t * 0 would be a NaN): the caller runs this only when every |s_o| < 2^120. Register block 8 pixels x
  * 2 channels: per channel o, two VLDM of the 8 pixels' m, 2 weights converted, 2 products, 16 multiply-adds. */
-static void from_mean_pixels_flat(const float *s,
-                                  const uint8_t *mask,
-                                  int32_t k0,
-                                  int32_t np,
-                                  int32_t o0,
-                                  int32_t len,
-                                  const int8_t *filter,
-                                  int32_t out_c,
-                                  int32_t in_c,
-                                  float *gi)
+static POCKMCU_FROM_MEAN_OUT_OF_LINE void from_mean_pixels_flat(const float *s,
+                                                                const uint8_t *mask,
+                                                                int32_t k0,
+                                                                int32_t np,
+                                                                int32_t o0,
+                                                                int32_t len,
+                                                                const int8_t *filter,
+                                                                int32_t out_c,
+                                                                int32_t in_c,
+                                                                float *gi)
 {
     float m[32 * 8];
     float *row[8];
+    int32_t step[8]; /* row q = row q - 1 + step[q] (row 0 again from np on) */
     int32_t q, c, o;
     const int32_t first = o0 == 0;
     for (q = 0; q < 8; q++)
@@ -218,6 +225,7 @@ static void from_mean_pixels_flat(const float *s,
             m[8 * o + q] = ((mw >> o) & 1u) != 0u ? 1.0f : 0.0f;
         }
         row[q] = gi + (q < np ? q : 0) * in_c; /* rows past np: read, never stored */
+        step[q] = q > 0 && q < np ? in_c : (q == np ? -(np - 1) * in_c : 0);
     }
     for (c = 0; c + 2 <= in_c; c += 2)
     {
@@ -231,10 +239,12 @@ static void from_mean_pixels_flat(const float *s,
         }
         else
         {
-            a00 = row[0][c], a01 = row[0][c + 1], a10 = row[1][c], a11 = row[1][c + 1];
-            a20 = row[2][c], a21 = row[2][c + 1], a30 = row[3][c], a31 = row[3][c + 1];
-            a40 = row[4][c], a41 = row[4][c + 1], a50 = row[5][c], a51 = row[5][c + 1];
-            a60 = row[6][c], a61 = row[6][c + 1], a70 = row[7][c], a71 = row[7][c + 1];
+            /* rows past np read row 0 (step 0): loaded, never stored */
+            const float *r = gi + c;
+            a00 = r[0], a01 = r[1], r += step[1], a10 = r[0], a11 = r[1], r += step[2];
+            a20 = r[0], a21 = r[1], r += step[3], a30 = r[0], a31 = r[1], r += step[4];
+            a40 = r[0], a41 = r[1], r += step[5], a50 = r[0], a51 = r[1], r += step[6];
+            a60 = r[0], a61 = r[1], r += step[7], a70 = r[0], a71 = r[1];
         }
         for (o = 0; o < len; o++, wp += in_c, mp += 8)
         {
