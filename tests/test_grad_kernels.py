@@ -1395,6 +1395,8 @@ int32_t pockmcu_workload(uint8_t *out, int32_t size)
         pockmcu_slice_s8(xfc, 3, 20, 5, 7, xs);
         pockmcu_fully_connected_wgrad_update_s8(&fxs_d, xs, 9, &ff_d, wfc, 5, gofc, coef, NULL, vel, &opt, &r);
         emit(wfc, (int32_t)sizeof(wfc));
+        pockmcu_fully_connected_wgrad_update_s8(&fxs_d, xs, 9, &ff_d, wfc, 5, gofc, coef, NULL, NULL, &opt, &r);
+        emit(wfc, (int32_t)sizeof(wfc)); /* plain SGD: the fused loop */
         for (i = 0; i < O; i++) bias[i] = (int32_t)(pockmcu_xorshift32(&wl_rng) >> 4) - 100000000;
         bias[0] = 2147483600;
         opt.lr = 1e4f;
