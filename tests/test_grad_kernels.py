@@ -1156,7 +1156,8 @@ def check_conv_1x1_from_mean(k: TK, rng, n_iter):
             gm[:, 0] = np.float32(2e36) * np.float32(h * w)
         y = rng.integers(-128, 128, (n, h, w, co)).astype(np.int8)
         mask = np.zeros((n * h * w * co + 7) // 8, np.uint8)
-        k.lib.pockmcu_mask_pack_s8(k.p("int8_t", y), y.size, -100, 100, k.p("uint8_t", mask))
+        lo, hi = (90, 128) if it % 3 == 1 else (-100, 100)  # a sparse mask (1 bit in 7): the branching loops
+        k.lib.pockmcu_mask_pack_s8(k.p("int8_t", y), y.size, lo, hi, k.p("uint8_t", mask))
         bias = rng.integers(-1000, 1000, co).astype(np.int32)
         coef = np.array([_rand_scale(rng, 0.1, 10.0) for _ in range(co)], np.float32)
         mom, batch = (0.0, 1) if it % 3 == 0 else (0.5, 1) if it % 3 == 1 else (0.0, 2)
@@ -1782,7 +1783,7 @@ static void from_mean_case(int32_t n, int32_t h, int32_t w, int32_t cout, int32_
     fill_go(buf, n * cout, 10);
     for (int32_t i = 0; i < (total + 7) / 8; i++)
     {
-        maskb[i] = (uint8_t)rnd();
+        maskb[i] = (uint8_t)(cout % 2 ? rnd() & rnd() & rnd() : rnd()); /* odd cout: a sparse mask (1 bit in 8) */
     }
     for (int32_t i = 0; i < cout; i++)
     {
