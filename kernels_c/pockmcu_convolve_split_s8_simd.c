@@ -13,7 +13,17 @@
  * skips them too). No scratch: inputs and filters are read where they are (unaligned words).
  * Written with pockmcu_simd.h only, so the host and cores without DSP run the same loops in portable C.
  * input_offset outside [-128, 128] (never from an int8 zero point) runs the portable kernel.
+ *
+ * Pointwise layers (1x1 filter, stride 1, no padding) run as the DSP 1x1 convolution does (pockmcu_dsp_loops.h)
+ * when ctx->buf holds the int16 column of 4 pixels (pockmcu_dsp_col_words(C_in, 4) words: the scratch the plan
+ * gives a 1x1 layer on a DSP core) and its preconditions hold (-127 <= input_offset, multipliers >= 0 for TFLM
+ * rounding, act_min <= act_max): 4 pixels are expanded once into the column (input offset added), and each
+ * output channel's filter row is read as one row of C_in values whose words come from filter_head (channels below
+ * head_c), from filter (the others) or from both (the one group of 4 that straddles head_c); then the same
+ * requantization as the DSP kernels (pockmcu_dsp_out_at, exact for TFLM's and onnxruntime's roundings). The last
+ * 1 to 3 pixels of an image run the loops below.
  */
+#include "pockmcu_dsp_loops.h"
 #include "pockmcu_layer_loops.h"
 #include "pockmcu_nn_train.h"
 #include "pockmcu_simd.h"
@@ -220,6 +230,168 @@ SPLIT_INLINE int32_t split_sum_1(const split_geom *q, int32_t oc, int32_t ya, in
     return s;
 }
 
+/* The weight word of input channels [c, c + 4) of a split filter row: head bytes below head_c, flash bytes from it. */
+SPLIT_INLINE uint32_t split_word(const int8_t *hrow, const int8_t *frow, int32_t c, int32_t head_c)
+{
+    uint32_t w = 0;
+    int32_t k;
+    for (k = 0; k < 4; k++)
+    {
+        const int8_t v = c + k < head_c ? hrow[c + k] : frow[c + k];
+        w |= (uint32_t)(uint8_t)v << (8 * k);
+    }
+    return w;
+}
+
+/* s[r] = bias + row r of the 4-row column (pockmcu_dsp_expand's layout) . the split filter row (hrow: head_c values
+ * in RAM, frow: the row of in_c values in flash whose first head_c are not read). */
+SPLIT_INLINE void split_dot_4x1(const uint32_t *col,
+                                const int8_t *hrow,
+                                const int8_t *frow,
+                                int32_t in_c,
+                                int32_t head_c,
+                                int32_t bias,
+                                int32_t *s)
+{
+    int32_t a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+    const int32_t n_groups = in_c >> 2;
+    int32_t g = head_c >> 2 < n_groups ? head_c >> 2 : n_groups;
+    const int8_t *w = hrow;
+    int32_t n, c;
+    for (n = g; n > 0; n--)
+    {
+        const uint32_t v = pockmcu_read_s8x4_ia(&w);
+        POCKMCU_DSP_STEP_4X1(col, v, a0, a1, a2, a3);
+    }
+    if ((head_c & 3) != 0 && g < n_groups)
+    {
+        const uint32_t v = split_word(hrow, frow, 4 * g, head_c);
+        POCKMCU_DSP_STEP_4X1(col, v, a0, a1, a2, a3);
+        g++;
+    }
+    w = frow + 4 * g;
+    for (n = (n_groups - g) >> 1; n > 0; n--)
+    {
+        const uint32_t v0 = pockmcu_read_s8x4_ia(&w);
+        const uint32_t v1 = pockmcu_read_s8x4_ia(&w);
+        POCKMCU_DSP_STEP_4X1(col, v0, a0, a1, a2, a3);
+        POCKMCU_DSP_STEP_4X1(col, v1, a0, a1, a2, a3);
+    }
+    if (((n_groups - g) & 1) != 0)
+    {
+        const uint32_t v = pockmcu_read_s8x4_ia(&w);
+        POCKMCU_DSP_STEP_4X1(col, v, a0, a1, a2, a3);
+    }
+    for (c = 4 * n_groups; c < in_c; c++)
+    {
+        const uint32_t u = (uint32_t)(int32_t)(c < head_c ? hrow[c] : frow[c]);
+        a0 = pockmcu_smlabb(col[0], u, a0);
+        a1 = pockmcu_smlabb(col[1], u, a1);
+        a2 = pockmcu_smlabb(col[2], u, a2);
+        a3 = pockmcu_smlabb(col[3], u, a3);
+        col += 4;
+    }
+    s[0] = a0;
+    s[1] = a1;
+    s[2] = a2;
+    s[3] = a3;
+}
+
+/* Pixels [0, 4 * (n_pix / 4)) of one image of a pointwise split layer (see the file comment); returns how many. */
+SPLIT_INLINE int32_t split_pointwise_blocks(uint32_t *col,
+                                            const int8_t *in,
+                                            int32_t n_pix,
+                                            int32_t in_c,
+                                            const int8_t *filter,
+                                            const int8_t *head,
+                                            int32_t head_c,
+                                            int32_t out_c,
+                                            int32_t offset,
+                                            const pockmcu_dsp_requant *q,
+                                            int8_t *out,
+                                            const int32_t ort_rounding)
+{
+    const uint32_t offset2 = ((uint32_t)offset & 0xFFFFu) | ((uint32_t)offset << 16);
+    int32_t p, r, o;
+    for (p = 0; p + 4 <= n_pix; p += 4)
+    {
+        int8_t *y = out + p * out_c;
+        for (r = 0; r < 4; r++)
+        {
+            pockmcu_dsp_expand(in + (p + r) * in_c, in_c, offset2, offset, 4, r, col);
+        }
+        for (o = 0; o < out_c; o++)
+        {
+            int32_t s[4];
+            split_dot_4x1(col, head + o * head_c, filter + o * in_c, in_c, head_c, pockmcu_dsp_bias_at(q, o), s);
+            if (!ort_rounding && q->fast) /* pockmcu_dsp_out_at's fast branch, the channel's constants once */
+            {
+                const int32_t m = q->multiplier[o], e = -q->shift[o];
+                const int32_t rr = pockmcu_dsp_fast_round(e, q->output_offset);
+                int32_t v0 = pockmcu_dsp_out_fast(s[0], m, rr, e), v1 = pockmcu_dsp_out_fast(s[1], m, rr, e);
+                int32_t v2 = pockmcu_dsp_out_fast(s[2], m, rr, e), v3 = pockmcu_dsp_out_fast(s[3], m, rr, e);
+                if (q->clamp)
+                {
+                    v0 = pockmcu_clamp_i32(v0, q->act_min, q->act_max);
+                    v1 = pockmcu_clamp_i32(v1, q->act_min, q->act_max);
+                    v2 = pockmcu_clamp_i32(v2, q->act_min, q->act_max);
+                    v3 = pockmcu_clamp_i32(v3, q->act_min, q->act_max);
+                }
+                y[o] = (int8_t)v0;
+                y[out_c + o] = (int8_t)v1;
+                y[2 * out_c + o] = (int8_t)v2;
+                y[3 * out_c + o] = (int8_t)v3;
+            }
+            else
+            {
+                const pockmcu_dsp_channel ch = pockmcu_dsp_channel_at(q, o, 1);
+                y[o] = pockmcu_dsp_out(s[0], &ch, q, ort_rounding);
+                y[out_c + o] = pockmcu_dsp_out(s[1], &ch, q, ort_rounding);
+                y[2 * out_c + o] = pockmcu_dsp_out(s[2], &ch, q, ort_rounding);
+                y[3 * out_c + o] = pockmcu_dsp_out(s[3], &ch, q, ort_rounding);
+            }
+        }
+    }
+    return p;
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+    #define SPLIT_OUT_OF_LINE static __attribute__((noinline))
+#else
+    #define SPLIT_OUT_OF_LINE static
+#endif
+
+/* split_pointwise_blocks for each rounding, out of line (its loops get the registers to themselves). */
+SPLIT_OUT_OF_LINE int32_t split_pointwise_tflm(uint32_t *col,
+                                               const int8_t *in,
+                                               int32_t n_pix,
+                                               int32_t in_c,
+                                               const int8_t *filter,
+                                               const int8_t *head,
+                                               int32_t head_c,
+                                               int32_t out_c,
+                                               int32_t offset,
+                                               const pockmcu_dsp_requant *q,
+                                               int8_t *out)
+{
+    return split_pointwise_blocks(col, in, n_pix, in_c, filter, head, head_c, out_c, offset, q, out, 0);
+}
+
+SPLIT_OUT_OF_LINE int32_t split_pointwise_ort(uint32_t *col,
+                                              const int8_t *in,
+                                              int32_t n_pix,
+                                              int32_t in_c,
+                                              const int8_t *filter,
+                                              const int8_t *head,
+                                              int32_t head_c,
+                                              int32_t out_c,
+                                              int32_t offset,
+                                              const pockmcu_dsp_requant *q,
+                                              int8_t *out)
+{
+    return split_pointwise_blocks(col, in, n_pix, in_c, filter, head, head_c, out_c, offset, q, out, 1);
+}
+
 arm_cmsis_nn_status pockmcu_convolve_split_s8_simd(const cmsis_nn_context *ctx,
                                                    const cmsis_nn_conv_params *conv_params,
                                                    const cmsis_nn_per_channel_quant_params *quant_params,
@@ -247,6 +419,8 @@ arm_cmsis_nn_status pockmcu_convolve_split_s8_simd(const cmsis_nn_context *ctx,
     const int32_t *shift = quant_params->shift;
     const int8_t *head_rows = filter_head;
     split_geom q;
+    pockmcu_dsp_requant rq;
+    int32_t pointwise;
     int32_t b, oy, ox, oc;
 
     if (input_dims->c != filter_dims->c || head_c < 0 || head_c > filter_dims->c || (head_c > 0 && filter_head == NULL))
@@ -288,6 +462,19 @@ arm_cmsis_nn_status pockmcu_convolve_split_s8_simd(const cmsis_nn_context *ctx,
     q.dil_w = conv_params->dilation.w;
     q.off = conv_params->input_offset;
     q.off2 = ((uint32_t)q.off & 0xFFFFu) | ((uint32_t)q.off << 16);
+    pointwise = ctx != NULL && ctx->buf != NULL && q.off >= -127 &&
+        pockmcu_dsp_is_pointwise(conv_params, input_dims, filter_dims, output_dims) &&
+        ctx->size >= 4 * pockmcu_dsp_col_words(q.in_c, 4) && act_min <= act_max &&
+        (ort_rounding != 0 || !pockmcu_dsp_has_negative_multiplier(mult, out_c));
+    rq.bias = bias_data;
+    rq.multiplier = mult;
+    rq.shift = shift;
+    rq.output_offset = out_off;
+    rq.act_min = act_min;
+    rq.act_max = act_max;
+    rq.fast = pointwise && !ort_rounding &&
+        pockmcu_dsp_fast_requant_ok(bias_data, mult, shift, out_c, out_c, filter_dims->h * filter_dims->w * q.in_c);
+    rq.clamp = act_min > -128 || act_max < 127;
 
     for (b = 0; b < input_dims->n; b++)
     {
@@ -295,7 +482,32 @@ arm_cmsis_nn_status pockmcu_convolve_split_s8_simd(const cmsis_nn_context *ctx,
         const int32_t n_pix = out_h * out_w;
         int8_t *out_batch = output_data + b * n_pix * out_c;
         q.in_batch = input_data + b * q.in_h * q.in_w * q.in_c;
-        for (pix = 0; pix < n_pix; pix += 2)
+        if (pointwise)
+        {
+            pix = ort_rounding ? split_pointwise_ort((uint32_t *)ctx->buf,
+                                                     q.in_batch,
+                                                     n_pix,
+                                                     q.in_c,
+                                                     filter_data,
+                                                     head_rows,
+                                                     head_c,
+                                                     out_c,
+                                                     q.off,
+                                                     &rq,
+                                                     out_batch)
+                               : split_pointwise_tflm((uint32_t *)ctx->buf,
+                                                      q.in_batch,
+                                                      n_pix,
+                                                      q.in_c,
+                                                      filter_data,
+                                                      head_rows,
+                                                      head_c,
+                                                      out_c,
+                                                      q.off,
+                                                      &rq,
+                                                      out_batch);
+        }
+        for (; pix < n_pix; pix += 2)
         {
             const int32_t has_b = pix + 1 < n_pix;
             int32_t ya, xa, yb = 0, xb = 0;

@@ -301,14 +301,20 @@ POCKMCU_FAST_INLINE uint32_t pockmcu_f32_magnitude_bits(const float *p)
  * gradient at one of the 4 pixels are visited (ReLU-masked gradients are mostly zero); register
  * block 4 pixels x 4 channels (16 accumulators, kept in gi between chunks), each weight converted
  * once per 4 pixels. Fewer pixels, or the channel tail: one pixel at a time, zero terms skipped. */
-POCKMCU_FAST_INLINE void pockmcu_gi_1x1_rows(const float *const go[4],
-                                             float *const gi[4],
-                                             int32_t np,
-                                             const int8_t *w,
-                                             int32_t w_stride,
-                                             int32_t len,
-                                             const float *scale,
-                                             int32_t out_c)
+#if defined(__GNUC__) || defined(__clang__)
+    #define POCKMCU_GI_ROWS_ATTR static __attribute__((noinline, unused)) /* one copy, its own registers */
+#else
+    #define POCKMCU_GI_ROWS_ATTR static inline
+#endif
+
+POCKMCU_GI_ROWS_ATTR void pockmcu_gi_1x1_rows(const float *const go[4],
+                                              float *const gi[4],
+                                              int32_t np,
+                                              const int8_t *w,
+                                              int32_t w_stride,
+                                              int32_t len,
+                                              const float *scale,
+                                              int32_t out_c)
 {
     int32_t c = 0;
     int32_t o;
@@ -434,9 +440,168 @@ POCKMCU_FAST_INLINE void pockmcu_gi_1x1_rows(const float *const go[4],
     }
 }
 
-/* The 1x1 input gradient of up to 4 pixels over both parts of a split filter (head_c = 0: no split). */
-POCKMCU_FAST_INLINE void pockmcu_gi_1x1_flush(const float *const go[4],
-                                              float *const gi[4],
+/* pockmcu_gi_1x1_rows for 8 pixels (the same sums, stored): output channels in chunks of POCKMCU_GI_CHUNK8, of
+ * which only those with a nonzero gradient at one of the 8 pixels are visited; register block 8 pixels x 2
+ * channels (16 accumulators, kept in gi between chunks): per listed channel two VLDM of the 8 scaled gradients,
+ * 2 weights converted, 16 multiply-adds. An odd last channel runs pockmcu_gi_1x1_rows' one-pixel loop. */
+#define POCKMCU_GI_CHUNK8 32
+
+POCKMCU_GI_ROWS_ATTR void pockmcu_gi_1x1_rows8(const float *const go[8],
+                                               float *const gi[8],
+                                               const int8_t *w,
+                                               int32_t w_stride,
+                                               int32_t len,
+                                               const float *scale,
+                                               int32_t out_c)
+{
+    int16_t list[POCKMCU_GI_CHUNK8];
+    float sv[POCKMCU_GI_CHUNK8 * 8];
+    int32_t o0, k, c, o, q;
+    for (o0 = 0; o0 < out_c; o0 += POCKMCU_GI_CHUNK8)
+    {
+        const int32_t o_end = out_c - o0 < POCKMCU_GI_CHUNK8 ? out_c : o0 + POCKMCU_GI_CHUNK8;
+        int32_t n = 0;
+        for (o = o0; o < o_end; o++)
+        {
+            uint32_t any = 0u;
+            for (q = 0; q < 8; q++)
+            {
+                any |= pockmcu_f32_magnitude_bits(go[q] + o);
+            }
+            if (any != 0u)
+            {
+                list[n++] = (int16_t)(o - o0);
+            }
+        }
+        if (n == 0 && o0 > 0)
+        {
+            continue;
+        }
+        for (k = 0; k < n; k++) /* the scaled gradients of the listed channels, once per chunk */
+        {
+            const int32_t oo = o0 + list[k];
+            const float sc = scale[oo];
+            for (q = 0; q < 8; q++)
+            {
+                sv[8 * k + q] = go[q][oo] * sc;
+            }
+        }
+        for (c = 0; c + 2 <= len; c += 2)
+        {
+            float a00, a01, a10, a11, a20, a21, a30, a31, a40, a41, a50, a51, a60, a61, a70, a71;
+            const int8_t *wc = w + o0 * w_stride + c;
+            const float *sp = sv;
+            if (o0 == 0)
+            {
+                a00 = a01 = a10 = a11 = a20 = a21 = a30 = a31 = 0.0f;
+                a40 = a41 = a50 = a51 = a60 = a61 = a70 = a71 = 0.0f;
+            }
+            else
+            {
+                a00 = gi[0][c], a01 = gi[0][c + 1], a10 = gi[1][c], a11 = gi[1][c + 1];
+                a20 = gi[2][c], a21 = gi[2][c + 1], a30 = gi[3][c], a31 = gi[3][c + 1];
+                a40 = gi[4][c], a41 = gi[4][c + 1], a50 = gi[5][c], a51 = gi[5][c + 1];
+                a60 = gi[6][c], a61 = gi[6][c + 1], a70 = gi[7][c], a71 = gi[7][c + 1];
+            }
+            for (k = 0; k < n; k++, sp += 8)
+            {
+                float s4[4], t4[4];
+                const int8_t *wp = wc + list[k] * w_stride;
+                const float w0 = (float)wp[0];
+                const float w1 = (float)wp[1];
+                pockmcu_ld4_f32(sp, s4);
+                a00 = pockmcu_mla_f32(a00, s4[0], w0);
+                a01 = pockmcu_mla_f32(a01, s4[0], w1);
+                a10 = pockmcu_mla_f32(a10, s4[1], w0);
+                a11 = pockmcu_mla_f32(a11, s4[1], w1);
+                a20 = pockmcu_mla_f32(a20, s4[2], w0);
+                a21 = pockmcu_mla_f32(a21, s4[2], w1);
+                a30 = pockmcu_mla_f32(a30, s4[3], w0);
+                a31 = pockmcu_mla_f32(a31, s4[3], w1);
+                pockmcu_ld4_f32_b(sp + 4, t4);
+                a40 = pockmcu_mla_f32(a40, t4[0], w0);
+                a41 = pockmcu_mla_f32(a41, t4[0], w1);
+                a50 = pockmcu_mla_f32(a50, t4[1], w0);
+                a51 = pockmcu_mla_f32(a51, t4[1], w1);
+                a60 = pockmcu_mla_f32(a60, t4[2], w0);
+                a61 = pockmcu_mla_f32(a61, t4[2], w1);
+                a70 = pockmcu_mla_f32(a70, t4[3], w0);
+                a71 = pockmcu_mla_f32(a71, t4[3], w1);
+            }
+            gi[0][c] = a00, gi[0][c + 1] = a01, gi[1][c] = a10, gi[1][c + 1] = a11;
+            gi[2][c] = a20, gi[2][c + 1] = a21, gi[3][c] = a30, gi[3][c + 1] = a31;
+            gi[4][c] = a40, gi[4][c + 1] = a41, gi[5][c] = a50, gi[5][c + 1] = a51;
+            gi[6][c] = a60, gi[6][c + 1] = a61, gi[7][c] = a70, gi[7][c + 1] = a71;
+        }
+    }
+    if (len & 1) /* the last channel, one pixel at a time */
+    {
+        c = len - 1;
+        for (q = 0; q < 8; q++)
+        {
+            const float *g = go[q];
+            const int8_t *wp = w + c;
+            float a = 0.0f;
+            for (o = 0; o < out_c; o++, wp += w_stride)
+            {
+                if (g[o] != 0.0f)
+                {
+                    a = pockmcu_mla_f32(a, g[o] * scale[o], (float)*wp);
+                }
+            }
+            gi[q][c] = a;
+        }
+    }
+}
+
+/* Whether pockmcu_gi_1x1_rows8 runs 8 pixels: when every output channel with a nonzero gradient at one of the 8
+ * pixels has one in each half (pixels 0-3 and 4-7), as dense gradients do; the two pockmcu_gi_1x1_rows calls then
+ * visit twice the channels rows8 visits, which makes rows8 cheaper (ReLU-masked gradients, often zero, are
+ * cheaper 4 pixels at a time). Either way the same bits. */
+POCKMCU_FAST_INLINE int32_t pockmcu_gi_1x1_take8(const float *const go[8], int32_t out_c)
+{
+    int32_t o;
+    for (o = 0; o < out_c; o++)
+    {
+        const uint32_t a = pockmcu_f32_magnitude_bits(go[0] + o) | pockmcu_f32_magnitude_bits(go[1] + o) |
+            pockmcu_f32_magnitude_bits(go[2] + o) | pockmcu_f32_magnitude_bits(go[3] + o);
+        const uint32_t b = pockmcu_f32_magnitude_bits(go[4] + o) | pockmcu_f32_magnitude_bits(go[5] + o) |
+            pockmcu_f32_magnitude_bits(go[6] + o) | pockmcu_f32_magnitude_bits(go[7] + o);
+        if ((a == 0u) != (b == 0u))
+        {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Up to 8 pixels of one segment: by pockmcu_gi_1x1_rows8 when take8 (8 pixels, 2 channels or more), else in
+ * groups of 4 by pockmcu_gi_1x1_rows. */
+POCKMCU_FAST_INLINE void pockmcu_gi_1x1_segment(const float *const go[8],
+                                                float *const gi[8],
+                                                int32_t np,
+                                                int32_t take8,
+                                                const int8_t *w,
+                                                int32_t w_stride,
+                                                int32_t len,
+                                                const float *scale,
+                                                int32_t out_c)
+{
+    if (np == 8 && take8 && len >= 2)
+    {
+        pockmcu_gi_1x1_rows8(go, gi, w, w_stride, len, scale, out_c);
+        return;
+    }
+    pockmcu_gi_1x1_rows(go, gi, np < 4 ? np : 4, w, w_stride, len, scale, out_c);
+    if (np > 4)
+    {
+        pockmcu_gi_1x1_rows(go + 4, gi + 4, np - 4, w, w_stride, len, scale, out_c);
+    }
+}
+
+/* The 1x1 input gradient of up to 8 pixels over both parts of a split filter (head_c = 0: no split). */
+POCKMCU_FAST_INLINE void pockmcu_gi_1x1_flush(const float *const go[8],
+                                              float *const gi[8],
                                               int32_t np,
                                               const int8_t *filter,
                                               const int8_t *filter_head,
@@ -445,20 +610,21 @@ POCKMCU_FAST_INLINE void pockmcu_gi_1x1_flush(const float *const go[4],
                                               const float *scale,
                                               int32_t out_c)
 {
+    const int32_t take8 = np == 8 && pockmcu_gi_1x1_take8(go, out_c);
     if (head_c > 0)
     {
-        float *gi2[4];
+        float *gi2[8];
         int32_t p;
-        pockmcu_gi_1x1_rows(go, gi, np, filter_head, head_c, head_c, scale, out_c);
-        for (p = 0; p < 4; p++)
+        pockmcu_gi_1x1_segment(go, gi, np, take8, filter_head, head_c, head_c, scale, out_c);
+        for (p = 0; p < 8; p++)
         {
             gi2[p] = p < np ? gi[p] + head_c : gi[0];
         }
-        pockmcu_gi_1x1_rows(go, gi2, np, filter + head_c, in_c, in_c - head_c, scale, out_c);
+        pockmcu_gi_1x1_segment(go, gi2, np, take8, filter + head_c, in_c, in_c - head_c, scale, out_c);
     }
     else
     {
-        pockmcu_gi_1x1_rows(go, gi, np, filter, in_c, in_c, scale, out_c);
+        pockmcu_gi_1x1_segment(go, gi, np, take8, filter, in_c, in_c, scale, out_c);
     }
 }
 
@@ -486,8 +652,8 @@ POCKMCU_FAST_INLINE void pockmcu_conv_1x1_grad_input_fast(const cmsis_nn_conv_pa
     const int32_t stride_w = conv_params->stride.w;
     const int32_t pad_h = conv_params->padding.h;
     const int32_t pad_w = conv_params->padding.w;
-    const float *go[4];
-    float *gi[4];
+    const float *go[8];
+    float *gi[8];
     int32_t np = 0;
     int32_t b, oy, ox;
 
@@ -513,9 +679,9 @@ POCKMCU_FAST_INLINE void pockmcu_conv_1x1_grad_input_fast(const cmsis_nn_conv_pa
                 }
                 go[np] = grad_output + ((b * out_h + oy) * out_w + ox) * out_c;
                 gi[np] = grad_input + ((b * in_h + iy) * in_w + ix) * in_c;
-                if (++np == 4)
+                if (++np == 8)
                 {
-                    pockmcu_gi_1x1_flush(go, gi, 4, filter, filter_head, head_c, in_c, filter_scale, out_c);
+                    pockmcu_gi_1x1_flush(go, gi, 8, filter, filter_head, head_c, in_c, filter_scale, out_c);
                     np = 0;
                 }
             }

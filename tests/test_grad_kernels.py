@@ -1151,9 +1151,13 @@ def check_conv_1x1_from_mean(k: TK, rng, n_iter):
         fs = np.array([_rand_scale(rng, 1e-3, 0.05) for _ in range(co)], np.float32)
         gm = rng.standard_normal((n, co)).astype(np.float32)
         gm[rng.random(gm.shape) < 0.2] = 0.0
+        if it % 4 == 3:  # a scaled gradient of 2e36 (over 2^120): the chunk runs the branching loops
+            fs[0] = 1.0
+            gm[:, 0] = np.float32(2e36) * np.float32(h * w)
         y = rng.integers(-128, 128, (n, h, w, co)).astype(np.int8)
         mask = np.zeros((n * h * w * co + 7) // 8, np.uint8)
-        k.lib.pockmcu_mask_pack_s8(k.p("int8_t", y), y.size, -100, 100, k.p("uint8_t", mask))
+        lo, hi = (90, 128) if it % 3 == 1 else (-100, 100)  # a sparse mask (1 bit in 7): the branching loops
+        k.lib.pockmcu_mask_pack_s8(k.p("int8_t", y), y.size, lo, hi, k.p("uint8_t", mask))
         bias = rng.integers(-1000, 1000, co).astype(np.int32)
         coef = np.array([_rand_scale(rng, 0.1, 10.0) for _ in range(co)], np.float32)
         mom, batch = (0.0, 1) if it % 3 == 0 else (0.5, 1) if it % 3 == 1 else (0.0, 2)
@@ -1392,6 +1396,8 @@ int32_t pockmcu_workload(uint8_t *out, int32_t size)
         pockmcu_slice_s8(xfc, 3, 20, 5, 7, xs);
         pockmcu_fully_connected_wgrad_update_s8(&fxs_d, xs, 9, &ff_d, wfc, 5, gofc, coef, NULL, vel, &opt, &r);
         emit(wfc, (int32_t)sizeof(wfc));
+        pockmcu_fully_connected_wgrad_update_s8(&fxs_d, xs, 9, &ff_d, wfc, 5, gofc, coef, NULL, NULL, &opt, &r);
+        emit(wfc, (int32_t)sizeof(wfc)); /* plain SGD: the fused loop */
         for (i = 0; i < O; i++) bias[i] = (int32_t)(pockmcu_xorshift32(&wl_rng) >> 4) - 100000000;
         bias[0] = 2147483600;
         opt.lr = 1e4f;
@@ -1777,7 +1783,7 @@ static void from_mean_case(int32_t n, int32_t h, int32_t w, int32_t cout, int32_
     fill_go(buf, n * cout, 10);
     for (int32_t i = 0; i < (total + 7) / 8; i++)
     {
-        maskb[i] = (uint8_t)rnd();
+        maskb[i] = (uint8_t)(cout % 2 ? rnd() & rnd() & rnd() : rnd()); /* odd cout: a sparse mask (1 bit in 8) */
     }
     for (int32_t i = 0; i < cout; i++)
     {
@@ -1978,6 +1984,11 @@ int pockmcu_fast_workload(uint8_t *dst, int32_t cap)
     out_cap = cap;
     out_n = 4;
     ok = 1;
+    zero_pct = 0; /* dense gradients: 8 pixels x 2 channels, odd channel counts, both parts of a split filter */
+    conv1x1_case(1, 3, 6, 9, 40, 1, 0, 0);
+    conv1x1_case(1, 4, 5, 15, 70, 1, 0, 7);
+    conv1x1_case(1, 4, 4, 2, 9, 1, 0, 1);
+    zero_pct = 30;
     conv1x1_case(1, 5, 5, 13, 7, 1, 0, 0);
     conv1x1_case(2, 4, 3, 8, 9, 1, 0, 0);
     conv1x1_case(1, 7, 6, 10, 5, 2, 0, 0);

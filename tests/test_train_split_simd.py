@@ -2,7 +2,8 @@
 pockmcu_convolve_split_s8, on the host and on every QEMU core.
 
 A C workload draws seeded random convolutions (any filter size, stride, dilation, padding, channel counts with
-4-channel tails, head_c from 0 to C_in, both roundings, odd pixel and channel counts), runs both kernels and
+4-channel tails, head_c from 0 to C_in, both roundings, odd pixel and channel counts; a scratch column for the
+pointwise fast path, none or one too small), runs both kernels and
 writes the SIMD kernel's outputs plus a flag (memcmp with the portable outputs). The host build (portable C of
 the SIMD helpers) and the QEMU builds (SXTAB16 / SMLAD on M4, M7, M33, M55; portable C on M3) must give the same
 bytes with the flag set. The kernel table picks the SIMD row for split-stored layers on a DSP core only.
@@ -35,6 +36,7 @@ static int32_t rint_in(int32_t lo, int32_t hi) { return lo + (int32_t)(rnd() % (
 static int8_t x[2 * 9 * 9 * 21], flash[10 * 3 * 3 * 21], head[10 * 3 * 3 * 21];
 static int8_t y_ref[2 * 9 * 9 * 10], y_simd[2 * 9 * 9 * 10];
 static int32_t bias[10], mult[10], shift[10];
+static uint32_t scratch[4 * 11]; /* the int16 column of 4 pixels of up to 21 input channels (pointwise fast path) */
 
 int pockmcu_split_workload(uint8_t *dst, int32_t cap)
 {
@@ -93,8 +95,9 @@ int pockmcu_split_workload(uint8_t *dst, int32_t cap)
         f_d.n = out_c, f_d.h = kh, f_d.w = kw, f_d.c = in_c;
         b_d.n = 1, b_d.h = 1, b_d.w = 1, b_d.c = out_c;
         o_d.n = n, o_d.h = oh, o_d.w = ow, o_d.c = out_c;
-        ctx.buf = NULL;
-        ctx.size = 0;
+        /* the pointwise fast path needs the column of 4 pixels: none, too small, or enough */
+        ctx.buf = it % 9 == 3 ? NULL : scratch;
+        ctx.size = ctx.buf == NULL ? 0 : (it % 9 == 6 ? 4 * (in_c >> 2) : (int32_t)sizeof scratch);
         count = n * oh * ow * out_c;
         memset(y_ref, 0x55, sizeof y_ref);
         memset(y_simd, 0x55, sizeof y_simd);
