@@ -29,8 +29,8 @@ _TYPES = {"int8": tflite.TensorType.INT8, "int32": tflite.TensorType.INT32}
 
 @dataclass(frozen=True)
 class Layer:
-    """One benchmark layer: kind "conv" (k x k), "dw" (depthwise k x k), "fc", "avgpool" (k x k, 0 = global)
-    or "add" (two maps of h x w x cin)."""
+    """One benchmark layer: kind "conv" (k x k), "dw" (depthwise k x k; cout = cin x its channel multiplier),
+    "fc", "avgpool" (k x k, 0 = global) or "add" (two maps of h x w x cin)."""
 
     kind: str
     h: int = 1
@@ -46,7 +46,8 @@ class Layer:
             return f"fully connected {self.cin} -> {self.cout}"
         what = "depthwise" if self.kind == "dw" else "conv"
         return (f"{what} {self.k}x{self.k}{f' stride {self.stride}' if self.stride > 1 else ''} "
-                f"{self.h}x{self.w}x{self.cin}" + ("" if self.kind == "dw" else f" -> {self.cout}"))
+                f"{self.h}x{self.w}x{self.cin}" + (f" x{self.cout // self.cin}" if self.kind == "dw" and self.cout > self.cin
+                                                   else "" if self.kind == "dw" else f" -> {self.cout}"))
 
 
 #: the issue's shapes first (KWS-like 25x5 maps), then other channel counts
@@ -184,7 +185,9 @@ def layer_model(layer: Layer, seed: int = 0) -> bytes:
         w_shape, fan_in, per_channel = (layer.cout, layer.cin), layer.cin, False
     else:
         x = fw.tensor("input", (1, layer.h, layer.w, layer.cin), "int8", [s_in], [zp_in])
-        cout = layer.cin if layer.kind == "dw" else layer.cout
+        if layer.kind == "dw" and layer.cout % layer.cin:
+            raise ValueError(f"depthwise: {layer.cout} output channels are not a multiple of {layer.cin}")
+        cout = layer.cout
         w_shape = (1, layer.k, layer.k, cout) if layer.kind == "dw" else (cout, layer.k, layer.k, layer.cin)
         fan_in, per_channel = layer.k * layer.k * (1 if layer.kind == "dw" else layer.cin), True
     cout = w_shape[3] if layer.kind == "dw" else w_shape[0]
@@ -205,7 +208,7 @@ def layer_model(layer: Layer, seed: int = 0) -> bytes:
         opts = dict(Padding=tflite.Padding.SAME, StrideH=layer.stride, StrideW=layer.stride,
                     FusedActivationFunction=0, DilationHFactor=1, DilationWFactor=1)
         if layer.kind == "dw":
-            fw.op("DEPTHWISE_CONV_2D", [x, w, b], [y], "DepthwiseConv2DOptions", dict(opts, DepthMultiplier=1))
+            fw.op("DEPTHWISE_CONV_2D", [x, w, b], [y], "DepthwiseConv2DOptions", dict(opts, DepthMultiplier=cout // layer.cin))
         else:
             fw.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", opts)
     return fw.serialize([x], [y])

@@ -58,6 +58,7 @@ SPEED_LAYERS = {
     "conv 3x3": dict(kind="conv", h=16, w=16, cin=32, cout=32, k=3),
     "depthwise 3x3": dict(kind="dw", h=25, w=5, cin=64, cout=64, k=3),
     "depthwise 5x5": dict(kind="dw", h=16, w=16, cin=32, cout=32, k=5),
+    "depthwise 3x3 x4": dict(kind="dw", h=16, w=16, cin=8, cout=32, k=3),
     "fully connected": dict(kind="fc", cin=256, cout=64),
     "average pool": dict(kind="avgpool", h=25, w=5, cin=64, k=0),
     "add": dict(kind="add", h=16, w=16, cin=32),
