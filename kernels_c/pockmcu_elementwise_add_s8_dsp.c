@@ -34,11 +34,16 @@ typedef struct
     int32_t right; /* r = max(-shift, 0) */
 } pockmcu_add_dsp_input;
 
+/* One input's requantized value of t = 2 a (the fields of pockmcu_add_dsp_input as values: registers in the loop). */
+static inline int32_t pockmcu_add_dsp_in_t(int32_t t, int32_t mult, int32_t round, int32_t neg, int32_t right)
+{
+    return pockmcu_smmlar(t, mult, round + (neg & (t >> 31))) >> right;
+}
+
 /* One input's requantized value of v = x + offset. */
 static inline int32_t pockmcu_add_dsp_in(int32_t v, const pockmcu_add_dsp_input *c)
 {
-    const int32_t t = (int32_t)((uint32_t)v << c->shl);
-    return pockmcu_smmlar(t, c->mult, c->round + (c->neg & (t >> 31))) >> c->right;
+    return pockmcu_add_dsp_in_t((int32_t)((uint32_t)v << c->shl), c->mult, c->round, c->neg, c->right);
 }
 
 /* The output byte (before the activation clamp) of a sum: r_out >= 1, out_round = 2^(r_out-1) + out_offset 2^r_out. */
@@ -81,6 +86,73 @@ static int32_t pockmcu_add_dsp_input_ok(int32_t offset,
     return 1;
 }
 
+/* The constants of the four-element loop (input a, input b: the inputs in the order the loop takes them). */
+typedef struct
+{
+    uint32_t off_a, off_b; /* offsets in both int16 lanes */
+    int32_t shl;           /* the shl of both inputs, >= 16 */
+    int32_t ma, ra, sa;    /* input a: multiplier, 2^(r-1), r */
+    int32_t mb, rb, sb;    /* input b */
+    int32_t out_mult, out_round, out_right;
+    int32_t clamp;
+    uint32_t lo4, hi4; /* the activation bounds in four bytes */
+} pockmcu_add_dsp_loop;
+
+/* One input's value of t = 2 a: r = 0 (zero set) is SMMULR alone, r >= 1 SMMLAR with 2^(r-1) - [a < 0], ASR. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline))
+#endif
+static inline int32_t
+pockmcu_add_dsp_in_k(int32_t t, int32_t m, int32_t round, int32_t right, const int32_t zero)
+{
+    return zero ? pockmcu_smmulr(t, m) : pockmcu_smmlar(t, m, round + (t >> 31)) >> right;
+}
+
+/* words groups of four elements: word loads, SXTAB16 offsets, a t of a low lane the lane word shifted by
+ * shl >= 16 (the high lane drops out), of a high lane its top half shifted; za, zb: r = 0 for input a, b (constant
+ * per call site, so each of the three forms is its own loop). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline))
+#endif
+static inline void
+pockmcu_add_dsp_words(const int8_t *pa,
+                      const int8_t *pb,
+                      int8_t *po,
+                      int32_t words,
+                      const pockmcu_add_dsp_loop *k,
+                      const int32_t za,
+                      const int32_t zb)
+{
+    const uint32_t off_a = k->off_a, off_b = k->off_b, lo4 = k->lo4, hi4 = k->hi4;
+    const int32_t shl = k->shl, ma = k->ma, ra = k->ra, sa = k->sa, mb = k->mb, rb = k->rb, sb = k->sb;
+    const int32_t om = k->out_mult, orr = k->out_round, os = k->out_right, clamp = k->clamp;
+    while (words-- > 0)
+    {
+        const uint32_t wa = pockmcu_read_s8x4_ia(&pa);
+        const uint32_t wb = pockmcu_read_s8x4_ia(&pb);
+        const uint32_t ea = pockmcu_sxtab16(off_a, wa), oa = pockmcu_sxtab16_ror8(off_a, wa);
+        const uint32_t eb = pockmcu_sxtab16(off_b, wb), ob = pockmcu_sxtab16_ror8(off_b, wb);
+        const int32_t s0 = pockmcu_add_dsp_in_k((int32_t)(ea << shl), ma, ra, sa, za) +
+            pockmcu_add_dsp_in_k((int32_t)(eb << shl), mb, rb, sb, zb);
+        const int32_t s1 = pockmcu_add_dsp_in_k((int32_t)(oa << shl), ma, ra, sa, za) +
+            pockmcu_add_dsp_in_k((int32_t)(ob << shl), mb, rb, sb, zb);
+        const int32_t s2 = pockmcu_add_dsp_in_k((int32_t)((ea >> 16) << shl), ma, ra, sa, za) +
+            pockmcu_add_dsp_in_k((int32_t)((eb >> 16) << shl), mb, rb, sb, zb);
+        const int32_t s3 = pockmcu_add_dsp_in_k((int32_t)((oa >> 16) << shl), ma, ra, sa, za) +
+            pockmcu_add_dsp_in_k((int32_t)((ob >> 16) << shl), mb, rb, sb, zb);
+        uint32_t p = pockmcu_pack_s8x4(pockmcu_add_dsp_out(s0, om, orr, os),
+                                       pockmcu_add_dsp_out(s1, om, orr, os),
+                                       pockmcu_add_dsp_out(s2, om, orr, os),
+                                       pockmcu_add_dsp_out(s3, om, orr, os));
+        if (clamp)
+        {
+            p = pockmcu_min_s8x4(pockmcu_max_s8x4(p, lo4), hi4);
+        }
+        memcpy(po, &p, 4);
+        po += 4;
+    }
+}
+
 arm_cmsis_nn_status pockmcu_elementwise_add_s8_dsp(const int8_t *input_1_vect,
                                                    const int8_t *input_2_vect,
                                                    const int32_t input_1_offset,
@@ -109,7 +181,7 @@ arm_cmsis_nn_status pockmcu_elementwise_add_s8_dsp(const int8_t *input_1_vect,
     {
         /* sums within [-2^30, 2^30): 2 sum without wrap; the output SMMLAR's accumulator within int32 */
         const int64_t smin = lo1 + lo2, smax = hi1 + hi2;
-        ok = smin >= -((int64_t)1 << 30) && smax < ((int64_t)1 << 30);
+        ok = c1.shl == c2.shl && c1.shl >= 16 && smin >= -((int64_t)1 << 30) && smax < ((int64_t)1 << 30);
         if (ok)
         {
             const int64_t r64 = ((int64_t)1 << (-out_shift - 1)) + (int64_t)out_offset * ((int64_t)1 << -out_shift);
@@ -140,44 +212,49 @@ arm_cmsis_nn_status pockmcu_elementwise_add_s8_dsp(const int8_t *input_1_vect,
                                       block_size);
     }
     {
-        const uint32_t off1 = ((uint32_t)input_1_offset & 0xFFFFu) * 0x10001u;
-        const uint32_t off2 = ((uint32_t)input_2_offset & 0xFFFFu) * 0x10001u;
-        const int32_t clamp = out_activation_min > -128 || out_activation_max < 127;
-        const uint32_t lo4 = (uint32_t)(uint8_t)out_activation_min * 0x01010101u;
-        const uint32_t hi4 = (uint32_t)(uint8_t)out_activation_max * 0x01010101u;
-        const int8_t *p1 = input_1_vect;
-        const int8_t *p2 = input_2_vect;
-        int8_t *po = output;
-        int32_t n = block_size >> 2;
-        while (n-- > 0)
+        /* ADD commutes: the input with r = 0 (if one has) goes first, so the loop is one of three forms */
+        const int32_t swap = c1.right > 0 && c2.right == 0;
+        const pockmcu_add_dsp_input *ca = swap ? &c2 : &c1, *cb = swap ? &c1 : &c2;
+        const int8_t *pa = swap ? input_2_vect : input_1_vect, *pb = swap ? input_1_vect : input_2_vect;
+        const int32_t off_a = swap ? input_2_offset : input_1_offset, off_b = swap ? input_1_offset : input_2_offset;
+        pockmcu_add_dsp_loop k;
+        k.off_a = ((uint32_t)off_a & 0xFFFFu) * 0x10001u;
+        k.off_b = ((uint32_t)off_b & 0xFFFFu) * 0x10001u;
+        k.shl = ca->shl;
+        k.ma = ca->mult;
+        k.ra = ca->round;
+        k.sa = ca->right;
+        k.mb = cb->mult;
+        k.rb = cb->round;
+        k.sb = cb->right;
+        k.out_mult = out_mult;
+        k.out_round = out_round;
+        k.out_right = out_right;
+        k.clamp = out_activation_min > -128 || out_activation_max < 127;
+        k.lo4 = (uint32_t)(uint8_t)out_activation_min * 0x01010101u;
+        k.hi4 = (uint32_t)(uint8_t)out_activation_max * 0x01010101u;
+        if (ca->right == 0 && cb->right == 0)
         {
-            const uint32_t w1 = pockmcu_read_s8x4_ia(&p1);
-            const uint32_t w2 = pockmcu_read_s8x4_ia(&p2);
-            const uint32_t e1 = pockmcu_sxtab16(off1, w1), o1 = pockmcu_sxtab16_ror8(off1, w1);
-            const uint32_t e2 = pockmcu_sxtab16(off2, w2), o2 = pockmcu_sxtab16_ror8(off2, w2);
-            const int32_t s0 =
-                pockmcu_add_dsp_in((int32_t)(int16_t)e1, &c1) + pockmcu_add_dsp_in((int32_t)(int16_t)e2, &c2);
-            const int32_t s1 =
-                pockmcu_add_dsp_in((int32_t)(int16_t)o1, &c1) + pockmcu_add_dsp_in((int32_t)(int16_t)o2, &c2);
-            const int32_t s2 = pockmcu_add_dsp_in((int32_t)e1 >> 16, &c1) + pockmcu_add_dsp_in((int32_t)e2 >> 16, &c2);
-            const int32_t s3 = pockmcu_add_dsp_in((int32_t)o1 >> 16, &c1) + pockmcu_add_dsp_in((int32_t)o2 >> 16, &c2);
-            uint32_t p = pockmcu_pack_s8x4(pockmcu_add_dsp_out(s0, out_mult, out_round, out_right),
-                                           pockmcu_add_dsp_out(s1, out_mult, out_round, out_right),
-                                           pockmcu_add_dsp_out(s2, out_mult, out_round, out_right),
-                                           pockmcu_add_dsp_out(s3, out_mult, out_round, out_right));
-            if (clamp)
-            {
-                p = pockmcu_min_s8x4(pockmcu_max_s8x4(p, lo4), hi4);
-            }
-            memcpy(po, &p, 4);
-            po += 4;
+            pockmcu_add_dsp_words(pa, pb, output, block_size >> 2, &k, 1, 1);
         }
-        for (n = block_size & 3; n > 0; n--)
+        else if (ca->right == 0)
         {
-            const int32_t s = pockmcu_add_dsp_in((int32_t)*p1++ + input_1_offset, &c1) +
-                pockmcu_add_dsp_in((int32_t)*p2++ + input_2_offset, &c2);
-            *po++ = (int8_t)pockmcu_clamp_i32(
-                pockmcu_add_dsp_out(s, out_mult, out_round, out_right), out_activation_min, out_activation_max);
+            pockmcu_add_dsp_words(pa, pb, output, block_size >> 2, &k, 1, 0);
+        }
+        else
+        {
+            pockmcu_add_dsp_words(pa, pb, output, block_size >> 2, &k, 0, 0);
+        }
+        {
+            const int32_t done = block_size & ~3;
+            int32_t i;
+            for (i = done; i < block_size; i++)
+            {
+                const int32_t s = pockmcu_add_dsp_in((int32_t)input_1_vect[i] + input_1_offset, &c1) +
+                    pockmcu_add_dsp_in((int32_t)input_2_vect[i] + input_2_offset, &c2);
+                output[i] = (int8_t)pockmcu_clamp_i32(
+                    pockmcu_add_dsp_out(s, out_mult, out_round, out_right), out_activation_min, out_activation_max);
+            }
         }
     }
     return ARM_CMSIS_NN_SUCCESS;

@@ -149,6 +149,8 @@ def _tflm_params(rng) -> dict:
     m1, sh1 = _quantize_multiplier(s1 / twice_max)
     m2, sh2 = _quantize_multiplier(s2 / twice_max)
     mo, sho = _quantize_multiplier(twice_max / ((1 << 20) * so))
+    if rng.random() < 0.25:  # both input shifts negative (r >= 1 for both: the DSP kernel's third loop form)
+        sh1, sh2 = sh1 - int(rng.integers(1, 4)), sh2 - int(rng.integers(1, 4))
     return dict(m1=m1, s1=sh1, m2=m2, s2=sh2, mo=mo, so=sho, ls=20)
 
 
