@@ -168,6 +168,9 @@ def all_cases(seed: int = 13, count: int = 360) -> tuple[list[dict], bytes]:
     for i in range(count):
         n = int(rng.integers(1, 68)) if i >= 67 else i + 1
         p = _tflm_params(rng) if i % 3 else _extreme_params(rng)
+        if i % 5 == 1:  # power-of-two multipliers: exact halves, so every rounding tie (and its sign) occurs
+            p = dict(m1=1 << 30, s1=-int(rng.integers(19, 22)), m2=int(rng.choice([1 << 30, 3 << 28])),
+                     s2=-int(rng.choice([0, 19, 20, 21])), mo=1 << 30, so=-int(rng.integers(1, 4)), ls=20)
         off1, off2, oo = (int(rng.integers(-128, 128)) for _ in range(3))
         if i % 17 == 5:
             off1 = int(rng.choice([-32768, 255, 1000, 40000]))
