@@ -136,6 +136,32 @@ int32_t pockmcu_depthwise_conv_mult_dsp_s8_get_buffer_size(const cmsis_nn_dw_con
                                                            const cmsis_nn_dims *filter_dims,
                                                            const cmsis_nn_dims *output_dims);
 
+/**
+ * @brief int8 element-wise addition of two same-shape tensors (TFLM ADD) for DSP cores: arm_elementwise_add_s8's
+ *        arguments and bytes.
+ *
+ * Four elements a loop (word loads and store, offsets added by SXTAB16, one SMMLAR per requantization with the
+ * rounding shift folded in); a call whose parameters leave the proven-exact ranges (offsets beyond int16 lanes,
+ * negative multipliers, an output shift >= 0, activation bounds outside int8, sums near int32 overflow) runs
+ * arm_elementwise_add_s8. Arguments and result as for arm_elementwise_add_s8.
+ */
+arm_cmsis_nn_status pockmcu_elementwise_add_s8_dsp(const int8_t *input_1_vect,
+                                                   const int8_t *input_2_vect,
+                                                   const int32_t input_1_offset,
+                                                   const int32_t input_1_mult,
+                                                   const int32_t input_1_shift,
+                                                   const int32_t input_2_offset,
+                                                   const int32_t input_2_mult,
+                                                   const int32_t input_2_shift,
+                                                   const int32_t left_shift,
+                                                   int8_t *output,
+                                                   const int32_t out_offset,
+                                                   const int32_t out_mult,
+                                                   const int32_t out_shift,
+                                                   const int32_t out_activation_min,
+                                                   const int32_t out_activation_max,
+                                                   const int32_t block_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -206,3 +206,8 @@ TABLE["ADD"] = TABLE["ADD"] + (_k("pockmcu_elementwise_add_mve_s8", features=("m
 # -- split-stored trainable conv (train14): the DSP form of pockmcu_convolve_split_s8 (same arguments and bytes,
 # no scratch; kernels_c/pockmcu_convolve_split_s8_simd.c); a channel-sparse update keeps it on the DSP
 TABLE["CONV_2D"] = TABLE["CONV_2D"] + (_k("pockmcu_convolve_split_s8_simd", variant="split", features=("dsp",)),)
+
+# same-shape ADD on Cortex-M4/M7/M33 (kernels_c/pockmcu_elementwise_add_s8_dsp.c): four elements a loop, SXTAB16
+# offsets and one SMMLAR per requantization, the bytes of arm_elementwise_add_s8, no scratch; M55 keeps the Helium
+# row (FEATURE_RANK)
+TABLE["ADD"] = TABLE["ADD"] + (_k("pockmcu_elementwise_add_s8_dsp", features=("dsp",)),)

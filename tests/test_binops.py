@@ -159,13 +159,18 @@ def test_binary_generated_c_equals_tflm(opcode, otype, tmp_path):
 
 
 def test_equal_shape_add_keeps_cmsis_kernel_and_broadcast_uses_pockmcu(tmp_path):
-    """Equal shapes: arm_elementwise_add_s8 (the C test_exact pins); broadcasting: pockmcu_add_broadcast_s8."""
+    """Equal shapes: arm_elementwise_add_s8 (the C test_exact pins), on a DSP core (qemu-m4, the default) its DSP
+    form pockmcu_elementwise_add_s8_dsp (tests/test_add_dsp.py); broadcasting: pockmcu_add_broadcast_s8."""
     from pockmcu.codegen import write_project
     from pockmcu.compiler import compile_model
 
-    out = write_project(compile_model(FIXTURES / "add_diff_scales.tflite", ram=1 << 20), tmp_path / "eq")
+    out = write_project(compile_model(FIXTURES / "add_diff_scales.tflite", ram=1 << 20, target="qemu-m3"),
+                        tmp_path / "eq")
     c = (out / "model.c").read_text()
     assert "arm_elementwise_add_s8(" in c and "pockmcu_add_broadcast_s8(" not in c
+    out = write_project(compile_model(FIXTURES / "add_diff_scales.tflite", ram=1 << 20), tmp_path / "eq_dsp")
+    c = (out / "model.c").read_text()
+    assert "pockmcu_elementwise_add_s8_dsp(" in c and "arm_elementwise_add_s8(" not in c
     out = write_project(compile_model(FIXTURES / "binops_add_per_channel_const_relu.tflite", ram=1 << 20),
                         tmp_path / "bc")
     c = (out / "model.c").read_text()
