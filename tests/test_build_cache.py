@@ -160,3 +160,28 @@ def test_cdef_follows_includes_and_drops_what_cffi_cannot_take(tmp_path):
     cffi.FFI().cdef(text)
     assert declarations_from_text("int f(int); int f(int a) { return a; } int (*p)(int);").splitlines() == [
         "int f(int);", "int (*p)(int);"]
+
+
+def test_ccache_builds_the_same_firmware_and_sanitized_objects(generated, tmp_path):
+    """The generated Makefile compiles through ccache when it is installed: the firmware is byte for byte the one a
+    plain build (`make CCACHE=`) makes, in another directory too (a cache hit), and the sanitized objects' debug
+    info names the project directory ".", so that ccache can share them between projects."""
+    import os
+
+    assert shutil.which("ccache"), "ccache is missing: run 'make test' (make setup installs it)"
+    env = dict(os.environ, CCACHE_DIR=str(tmp_path / "ccache"))
+    env = {k: v for k, v in env.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    bins = []
+    for name, extra in (("plain", ["CCACHE="]), ("miss", []), ("hit", [])):
+        p = copy_project(generated(MODEL_A).out, tmp_path / name)
+        r = subprocess.run(["make", "-C", str(p), "-j2", "TARGET=qemu-m4", "V=1", *extra], capture_output=True,
+                           text=True, env=env)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert ("ccache " in r.stdout) == (name != "plain"), r.stdout[-2000:]
+        bins.append((p / "build" / "qemu-m4" / "pockmcu_model.bin").read_bytes())
+    assert bins[0] == bins[1] == bins[2]
+    stats = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, env=env).stdout
+    hits = {k: int(v) for k, v in (ln.split("\t")[:2] for ln in stats.splitlines() if "\t" in ln) if v.isdigit()}
+    assert hits.get("direct_cache_hit", 0) + hits.get("preprocessed_cache_hit", 0) > 100, stats
+    mk = (tmp_path / "hit" / "Makefile").read_text()
+    assert "-fdebug-prefix-map=$(CURDIR)=." in mk
