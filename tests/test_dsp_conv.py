@@ -277,7 +277,8 @@ DSP_FILES = sorted(p.name for p in KERNELS.glob("pockmcu_*_dsp*.c"))
 PORTABLE_FILES = ["arm_convolve_wrapper_s8.c", "pockmcu_convolve_ort_s8.c", "arm_fully_connected_s8.c",
                   "arm_fully_connected_per_channel_s8.c", "pockmcu_fully_connected_ort_s8.c",
                   "pockmcu_fully_connected_per_channel_ort_s8.c",
-                  "arm_depthwise_conv_wrapper_s8.c"]      # the depthwise DSP kernels' fallback (DSP_FILES links them)
+                  "arm_depthwise_conv_wrapper_s8.c",      # the depthwise DSP kernels' fallback (DSP_FILES links them)
+                  "arm_elementwise_add_s8.c"]             # the DSP ADD kernel's fallback
 
 
 def _i8(rng, shape):
