@@ -90,3 +90,18 @@ def run_program(elf: Path, target: str, files_in: dict[str, bytes], files_out: l
                 profile: bool = False, timeout: float = 300) -> dict[str, bytes]:
     """Run the program in QEMU (``profile``: with -icount, exact instruction timing)."""
     return run_app(elf, target, files_in, files_out, profile=profile, timeout=timeout)
+
+
+#: the case reader of the kernel tests' C programs (they read int32 case fields and 4-byte padded arrays); a test's
+#: C text puts it after its #includes (it needs <stdint.h> and <string.h>)
+CASE_READER_C = r"""
+static int32_t rd(const uint8_t **p)
+{
+    int32_t v;
+    memcpy(&v, *p, 4);
+    *p += 4;
+    return v;
+}
+
+static uint32_t pad4(uint32_t n) { return (n + 3u) & ~3u; }
+"""

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from pockmcu import kernel_table
-from tests.qemu_c import KERNELS, build_program, run_program
+from tests.qemu_c import CASE_READER_C, KERNELS, build_program, run_program
 
 KERNEL_FILES = ["arm_elementwise_add_s8.c", "pockmcu_elementwise_add_s8_dsp.c"]
 GUARD = 8
@@ -33,15 +33,7 @@ RUN_C = r"""
 /* Case (int32): n, off1, mult1, shift1, off2, mult2, shift2, left_shift, out_off, out_mult, out_shift, act_min,
  * act_max, align1, align2, align_out; then input 1 and input 2 (n bytes each, padded to 4).
  * Output per case: status portable, status dsp, n + GUARD bytes of each (padded to 4). */
-static int32_t rd(const uint8_t **p)
-{
-    int32_t v;
-    memcpy(&v, *p, 4);
-    *p += 4;
-    return v;
-}
-
-static uint32_t pad4(uint32_t n) { return (n + 3u) & ~3u; }
+""" + CASE_READER_C + r"""
 
 static uint32_t run_cases(const uint8_t *p, const uint8_t *end, uint8_t *out)
 {

@@ -28,7 +28,7 @@ from pockmcu.runner import run_on_target
 from pockmcu.sim import load
 from pockmcu.train import Data, HostTrainer, train_on_target
 from pockmcu.training import params
-from tests.qemu_c import KERNELS, build_program, run_program
+from tests.qemu_c import CASE_READER_C, KERNELS, build_program, run_program
 
 KERNEL_FILES = ["arm_convolve_wrapper_s8.c", "arm_depthwise_conv_wrapper_s8.c", "arm_fully_connected_s8.c",
                 "arm_avgpool_s8.c", "pockmcu_avgpool_mve_s8.c", "arm_elementwise_add_s8.c",
@@ -51,15 +51,7 @@ RUN_C = r"""
  * output_offset, act_min, act_max, ch_mult, filter_offset, has_bias, input bytes, filter bytes; then
  * multiplier[out_c], shift[out_c], bias[out_c], input, filter (each padded to 4 bytes).
  * Output per case: status portable, status mve, out_bytes + GUARD bytes of each. */
-static int32_t rd(const uint8_t **p)
-{
-    int32_t v;
-    memcpy(&v, *p, 4);
-    *p += 4;
-    return v;
-}
-
-static uint32_t pad4(uint32_t n) { return (n + 3u) & ~3u; }
+""" + CASE_READER_C + r"""
 
 static uint32_t run_cases(const uint8_t *p, const uint8_t *end, uint8_t *out)
 {
