@@ -848,8 +848,85 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
         }                                                                                                              \
     } while (0)
 
+/* Copies of at most POCKMCU_DSP_SHORT bytes in an im2col row are inlined: a word, then bytes, at a time (memcpy's
+ * and memset's calls cost more than such a copy). The empty asm keeps gcc from turning the loops back into calls. */
+#define POCKMCU_DSP_SHORT 32
+#if POCKMCU_HAS_DSP && (defined(__GNUC__) || defined(__clang__))
+    #define POCKMCU_DSP_KEEP_LOOP(v) __asm__("" : "+r"(v))
+#else
+    #define POCKMCU_DSP_KEEP_LOOP(v) ((void)0)
+#endif
+
+POCKMCU_DSP_INLINE void pockmcu_dsp_copy_short(int8_t *dst, const int8_t *src, int32_t n)
+{
+    if (n > POCKMCU_DSP_SHORT)
+    {
+        memcpy(dst, src, (size_t)n);
+        return;
+    }
+    for (; n >= 4; n -= 4)
+    {
+        uint32_t v;
+        memcpy(&v, src, 4);
+        POCKMCU_DSP_KEEP_LOOP(v);
+        memcpy(dst, &v, 4);
+        src += 4;
+        dst += 4;
+    }
+    for (; n > 0; n--)
+    {
+        int8_t b = *src++;
+        POCKMCU_DSP_KEEP_LOOP(b);
+        *dst++ = b;
+    }
+}
+
+/* n bytes of value pad4 (the pad byte in all four lanes) at dst. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_fill_short(int8_t *dst, uint32_t pad4, int32_t n)
+{
+    if (n > POCKMCU_DSP_SHORT)
+    {
+        memset(dst, (int)(int8_t)pad4, (size_t)n);
+        return;
+    }
+    for (; n >= 4; n -= 4)
+    {
+        POCKMCU_DSP_KEEP_LOOP(pad4);
+        memcpy(dst, &pad4, 4);
+        dst += 4;
+    }
+    for (; n > 0; n--)
+    {
+        POCKMCU_DSP_KEEP_LOOP(pad4);
+        *dst++ = (int8_t)pad4;
+    }
+}
+
+/* The output pixel an im2col walk is at: image b, row oy, column ox, in the order the kernels run the rows
+ * (pockmcu_dsp_next_pixel; no division a pixel). */
+typedef struct
+{
+    int32_t b;
+    int32_t oy;
+    int32_t ox;
+} pockmcu_dsp_pixel;
+
+POCKMCU_DSP_INLINE void pockmcu_dsp_next_pixel(pockmcu_dsp_pixel *px, const cmsis_nn_dims *output_dims)
+{
+    if (++px->ox == output_dims->w)
+    {
+        px->ox = 0;
+        if (++px->oy == output_dims->h)
+        {
+            px->oy = 0;
+            px->b++;
+        }
+    }
+}
+
 /* The int8 receptive field of output pixel (oy, ox) in (ky, kx, c) order, k_h * k_w * in_c bytes;
- * taps outside the image hold pad (the input zero point). */
+ * taps outside the image hold pad (the input zero point). A field inside the image (no dilation) is k_h
+ * runs of k_w * in_c input bytes copied whole. */
 POCKMCU_DSP_INLINE void pockmcu_dsp_im2col(const int8_t *in_batch,
                                            const cmsis_nn_dims *input_dims,
                                            const cmsis_nn_dims *filter_dims,
@@ -869,10 +946,31 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_im2col(const int8_t *in_batch,
     const int32_t y0 = oy * conv_params->stride.h - conv_params->padding.h;
     const int32_t x0 = ox * conv_params->stride.w - conv_params->padding.w;
     const int32_t row_bytes = k_w * in_c;
-    int32_t kx_start = pockmcu_window_start(x0, dil_w);
-    int32_t kx_end = pockmcu_window_end(x0, dil_w, in_w, k_w);
+    const uint32_t pad4 = (uint32_t)(uint8_t)pad * 0x01010101u;
+    int32_t kx_start, kx_end;
     int32_t ky, kx;
 
+    if (dil_w == 1)
+    {
+        kx_start = x0 >= 0 ? 0 : -x0;
+        kx_end = in_w - x0 < k_w ? in_w - x0 : k_w;
+        if (dil_h == 1 && kx_start == 0 && kx_end == k_w && y0 >= 0 && y0 + k_h <= in_h)
+        {
+            const int8_t *src = in_batch + (y0 * in_w + x0) * in_c;
+            for (ky = 0; ky < k_h; ky++)
+            {
+                pockmcu_dsp_copy_short(dst, src, row_bytes);
+                dst += row_bytes;
+                src += in_w * in_c;
+            }
+            return;
+        }
+    }
+    else
+    {
+        kx_start = pockmcu_window_start(x0, dil_w);
+        kx_end = pockmcu_window_end(x0, dil_w, in_w, k_w);
+    }
     kx_start = kx_start < k_w ? kx_start : k_w;
     kx_end = kx_end > kx_start ? kx_end : kx_start;
     for (ky = 0; ky < k_h; ky++)
@@ -880,15 +978,15 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_im2col(const int8_t *in_batch,
         const int32_t y = y0 + ky * dil_h;
         if (y < 0 || y >= in_h || kx_start == kx_end)
         {
-            memset(dst, pad, (size_t)row_bytes);
+            pockmcu_dsp_fill_short(dst, pad4, row_bytes);
         }
         else if (dil_w == 1)
         {
             const int32_t lead = kx_start * in_c;
             const int32_t body = (kx_end - kx_start) * in_c;
-            memset(dst, pad, (size_t)lead);
-            memcpy(dst + lead, in_batch + (y * in_w + x0 + kx_start) * in_c, (size_t)body);
-            memset(dst + lead + body, pad, (size_t)(row_bytes - lead - body));
+            pockmcu_dsp_fill_short(dst, pad4, lead);
+            pockmcu_dsp_copy_short(dst + lead, in_batch + (y * in_w + x0 + kx_start) * in_c, body);
+            pockmcu_dsp_fill_short(dst + lead + body, pad4, row_bytes - lead - body);
         }
         else
         {
@@ -996,18 +1094,14 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_
     }
     else
     {
+        pockmcu_dsp_pixel px = {0, 0, 0};
 #define POCKMCU_DSP_FIELD_ROW(p)                                                                                       \
     do                                                                                                                 \
     {                                                                                                                  \
-        const int32_t in_img_ = (p) % out_hw;                                                                          \
-        pockmcu_dsp_im2col(input_data + ((p) / out_hw) * in_image,                                                     \
-                           input_dims,                                                                                 \
-                           filter_dims,                                                                                \
-                           conv_params,                                                                                \
-                           in_img_ / out_w,                                                                            \
-                           in_img_ % out_w,                                                                            \
-                           pad,                                                                                        \
-                           field);                                                                                     \
+        (void)(p); /* the rows run in order: px is row p's pixel */                                                    \
+        pockmcu_dsp_im2col(                                                                                            \
+            input_data + px.b * in_image, input_dims, filter_dims, conv_params, px.oy, px.ox, pad, field);             \
+        pockmcu_dsp_next_pixel(&px, output_dims);                                                                      \
         src = field;                                                                                                   \
     } while (0)
         POCKMCU_DSP_ALL_ROWS(pixels, POCKMCU_DSP_FIELD_ROW);
