@@ -84,8 +84,8 @@ def _locked(out: Path):
 
 
 def _makefile_var(out: Path, name: str) -> str | None:
-    m = re.search(rf"^{name}\s*\??:?=\s*(\S*)", (out / "Makefile").read_text(), re.MULTILINE)
-    return m.group(1) if m else None
+    m = re.search(rf"^{name}[ \t]*\??:?=[ \t]*(\S*)", (out / "Makefile").read_text(), re.MULTILINE)
+    return m.group(1) if m and m.group(1) else None
 
 
 def _explain(what: str, out: Path, log: str, make_vars: dict[str, str], target=None) -> str:
@@ -98,9 +98,14 @@ def _explain(what: str, out: Path, log: str, make_vars: dict[str, str], target=N
             return (f"{what} does not fit in the RAM budget: region `RAM' overflowed by {n} bytes "
                     f"(budget RAM_BYTES={budget}, holding the {stack}-byte stack, .data and .bss with the arena); "
                     f"raise --ram or reduce the model's memory")
-        flash = make_vars.get("FLASH_BYTES") or _makefile_var(out, "FLASH_BYTES") or "the part's flash"
-        return (f"{what} does not fit in flash: region `FLASH' overflowed by {n} bytes (FLASH_BYTES={flash}); "
-                f"raise --flash or use a target with more flash")
+        flash = make_vars.get("FLASH_BYTES") or _makefile_var(out, "FLASH_BYTES")
+        part = target.flash_bytes if target is not None else None
+        head = f"{what} does not fit in flash: region `FLASH' overflowed by {n} bytes"
+        if flash and flash.isdigit() and (part is None or int(flash) + n <= part):
+            return (f"{head} (FLASH_BYTES={flash}); raise --flash to {int(flash) + n} bytes or more"
+                    + (f" (the {target.name} has {part})" if part else ""))
+        where = f"the {target.name}'s whole {part}-byte flash" if part else "the part's whole flash"
+        return (f"{head} ({where}); use a target with more flash, or a model with fewer weights")
     if "larger than this part's RAM" in log and target is not None:
         budget = make_vars.get("RAM_BYTES") or _makefile_var(out, "RAM_BYTES")
         return (f"{what}: the RAM budget ({budget} bytes) is larger than the {target.name}'s RAM "

@@ -9,6 +9,7 @@ weighted int32 sum (kernels/arm_fake_sum.c, a "CMSIS-named" kernel).
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import struct
@@ -441,6 +442,29 @@ def test_oversized_arena_fails_at_link_time(tmp_path):
     assert "RAM_BYTES=16384" in str(e.value)
     make_project(out, ram_bytes=20 * 1024, arena=16000, stack=2048)  # fits once the budget is raised
     build_target(out, "qemu-m4")
+
+
+def test_firmware_larger_than_the_parts_flash(tmp_path):
+    """Weights past the whole flash of the part: the message names the part's flash and does not suggest --flash
+    (which cannot go above it); a FLASH_BYTES below the part's flash is told the size that links."""
+    from pockmcu.build import build_target
+
+    big = dict(extra_defs="const int8_t pockmcu_big[600000] = {1};",
+               extra_code="(void)*(const volatile int8_t *)&pockmcu_big[1];")
+    out = make_project(tmp_path / "m55", target="qemu-m55", **big)
+    with pytest.raises(PockError, match=r"region `FLASH' overflowed by \d+ bytes") as e:
+        build_target(out, "qemu-m55")
+    msg = str(e.value)
+    assert "qemu-m55's whole 524288-byte flash" in msg and "--flash" not in msg and "STACK" not in msg, msg
+
+    out = make_project(tmp_path / "m4", target="qemu-m4", **big)
+    mk = out / "Makefile"
+    mk.write_text(re.sub(r"^FLASH_BYTES[ \t]*\?=.*$", "FLASH_BYTES ?= 524288", mk.read_text(), flags=re.M))
+    with pytest.raises(PockError, match=r"\(FLASH_BYTES=524288\); raise --flash to (\d+) bytes or more") as e:
+        build_target(out, "qemu-m4")
+    need = int(re.search(r"raise --flash to (\d+)", str(e.value)).group(1))
+    mk.write_text(mk.read_text().replace("FLASH_BYTES ?= 524288", f"FLASH_BYTES ?= {need}"))
+    build_target(out, "qemu-m4")  # the size the message names links
 
 
 def test_budget_larger_than_part(tmp_path):
