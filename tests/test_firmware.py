@@ -9,8 +9,8 @@ weighted int32 sum (kernels/arm_fake_sum.c, a "CMSIS-named" kernel).
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import struct
 import subprocess
