@@ -219,7 +219,7 @@ POCKMCU_LOOPS_INLINE void pockmcu_dw3_line(const uint32_t *xp,
     int32_t i;
     if (S > 0 && nch == 2) /* three pixels a pass, then a pair and a single pixel as at any stride */
     {
-        for (; n >= 3; n -= 3)
+        for (; n >= 3 && n != 4; n -= 3) /* n = 4 after them: two pairs (cheaper than a triple and a single) */
         {
             int32_t a0, a1, b0, b1, c0, c1;
             {
@@ -364,6 +364,79 @@ POCKMCU_LOOPS_INLINE void pockmcu_dw3_line(const uint32_t *xp,
     }
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+    #define POCKMCU_DW3_NOINLINE static __attribute__((noinline))
+#else
+    #define POCKMCU_DW3_NOINLINE static
+#endif
+
+/* A line of both channel pairs of a group of 4 channels, one function per specialization (S, clamp): each has
+ * the registers to itself. */
+POCKMCU_DW3_NOINLINE void pockmcu_dw3_line4_s1(const uint32_t *ring,
+                                                const uint32_t *wr,
+                                                int8_t *out,
+                                                int32_t n,
+                                                int32_t sl,
+                                                int32_t out_step,
+                                                uint32_t lo4,
+                                                uint32_t hi4)
+{
+    pockmcu_dw3_line(ring, wr, out, n, sl, out_step, lo4, hi4, 1, 0, 2);
+    pockmcu_dw3_line(ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, n, sl, out_step, lo4, hi4, 1, 0, 2);
+}
+
+POCKMCU_DW3_NOINLINE void pockmcu_dw3_line4_s1c(const uint32_t *ring,
+                                                const uint32_t *wr,
+                                                int8_t *out,
+                                                int32_t n,
+                                                int32_t sl,
+                                                int32_t out_step,
+                                                uint32_t lo4,
+                                                uint32_t hi4)
+{
+    pockmcu_dw3_line(ring, wr, out, n, sl, out_step, lo4, hi4, 1, 1, 2);
+    pockmcu_dw3_line(ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, n, sl, out_step, lo4, hi4, 1, 1, 2);
+}
+
+POCKMCU_DW3_NOINLINE void pockmcu_dw3_line4_s2(const uint32_t *ring,
+                                                const uint32_t *wr,
+                                                int8_t *out,
+                                                int32_t n,
+                                                int32_t sl,
+                                                int32_t out_step,
+                                                uint32_t lo4,
+                                                uint32_t hi4)
+{
+    pockmcu_dw3_line(ring, wr, out, n, sl, out_step, lo4, hi4, 2, 0, 2);
+    pockmcu_dw3_line(ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, n, sl, out_step, lo4, hi4, 2, 0, 2);
+}
+
+POCKMCU_DW3_NOINLINE void pockmcu_dw3_line4_s2c(const uint32_t *ring,
+                                                const uint32_t *wr,
+                                                int8_t *out,
+                                                int32_t n,
+                                                int32_t sl,
+                                                int32_t out_step,
+                                                uint32_t lo4,
+                                                uint32_t hi4)
+{
+    pockmcu_dw3_line(ring, wr, out, n, sl, out_step, lo4, hi4, 2, 1, 2);
+    pockmcu_dw3_line(ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, n, sl, out_step, lo4, hi4, 2, 1, 2);
+}
+
+POCKMCU_DW3_NOINLINE void pockmcu_dw3_line4_any(const uint32_t *ring,
+                                                const uint32_t *wr,
+                                                int8_t *out,
+                                                int32_t n,
+                                                int32_t sl,
+                                                int32_t out_step,
+                                                uint32_t lo4,
+                                                uint32_t hi4)
+{
+    pockmcu_dw3_line(ring, wr, out, n, sl, out_step, lo4, hi4, 0, 1, 2);
+    pockmcu_dw3_line(ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, n, sl, out_step, lo4, hi4, 0, 1, 2);
+}
+
 /* Q words of one ring column (d + off) from the extended words of columns j (p02, p13) and j + 1 (c02, c13). */
 #define POCKMCU_DW3_STORE_Q(d, off, p02, p13, c02, c13)                                                                \
     do                                                                                                                 \
@@ -396,16 +469,21 @@ POCKMCU_LOOPS_INLINE void pockmcu_dw3_ext(const int8_t *ip,
     }
 }
 
-#if defined(__GNUC__) || defined(__clang__)
-    #define POCKMCU_DW3_NOINLINE static __attribute__((noinline))
-#else
-    #define POCKMCU_DW3_NOINLINE static
-#endif
+/* Extends the 4-channel word at q (the input offset added): e02 channels 0 and 2, e13 channels 1 and 3. */
+#define POCKMCU_DW3_EXT4(q, e02, e13)                                                                                  \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        const uint32_t xv_ = pockmcu_read_s8x4(q);                                                                     \
+        e02 = pockmcu_sxtab16(off2, xv_);                                                                              \
+        e13 = pockmcu_sxtab16_ror8(off2, xv_);                                                                         \
+    } while (0)
 
 /* One input line into a ring slot d (12 words a ring column), stride 1 along the line: ncol columns Q[j] =
  * (X[j], X[j + 1]), X[j] the input at position j - pad, in the image for j in [x_lo, x_hi) (ip: the group's first
- * channel at column x_lo, step bytes between positions), 0 outside. The columns whose X[j] and X[j + 1] are both in
- * the image take a loop without tests (its own function: the caller's registers stay out of it). */
+ * channel at column x_lo, step bytes between positions), 0 outside. With 4 channels: the zero columns, the column
+ * that enters the image, the columns whose X[j + 1] is in the image (a loop without tests, two a pass), the one that
+ * leaves it and the zero columns after it, each without per-column tests. In its own function: the caller's
+ * registers stay out of it. */
 POCKMCU_DW3_NOINLINE void pockmcu_dw3_fill1(uint32_t *d,
                                             const int8_t *ip,
                                             int32_t step,
@@ -417,34 +495,60 @@ POCKMCU_DW3_NOINLINE void pockmcu_dw3_fill1(uint32_t *d,
 {
     uint32_t p02, p13, c02, c13;
     int32_t j = 0;
-    /* p holds the extended X[j] at the top of each loop */
-    pockmcu_dw3_ext(ip, step, 0, x_lo, x_hi, nc, off2, &p02, &p13);
-    for (; j < ncol && j < x_lo; j++, d += 12)
-    {
-        pockmcu_dw3_ext(ip, step, j + 1, x_lo, x_hi, nc, off2, &c02, &c13);
-        POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
-        p02 = c02;
-        p13 = c13;
-    }
     if (nc == 4)
     {
-        /* j in [j, j_end): X[j + 1] in the image */
-        const int32_t j_end = x_hi - 1 < ncol ? x_hi - 1 : ncol;
-        const int8_t *q = ip + (j + 1 - x_lo) * step; /* X[j + 1] */
+        const int32_t j_end = x_hi - 1 < ncol ? x_hi - 1 : ncol; /* j < j_end: X[j + 1] in the image */
+        const int8_t *q;
         int32_t n;
+        for (; j + 1 < x_lo && j < ncol; j++, d += 12) /* X[j] and X[j + 1] outside */
+        {
+            pockmcu_write_u32x2_at(d, 0, 0u, 0u);
+            pockmcu_write_u32x2_at(d, 2, 0u, 0u);
+        }
+        p02 = p13 = 0;
+        if (j >= x_lo && j < x_hi) /* x_lo = 0: X[0] in the image */
+        {
+            POCKMCU_DW3_EXT4(ip + (j - x_lo) * step, p02, p13);
+        }
+        q = ip + (j + 1 - x_lo) * step; /* X[j + 1] */
         for (n = (j_end - j) >> 1; n > 0; n--) /* two columns a pass */
         {
-            const uint32_t xa = pockmcu_read_s8x4(q), xb = pockmcu_read_s8x4(q + step);
-            const uint32_t a02 = pockmcu_sxtab16(off2, xa), a13 = pockmcu_sxtab16_ror8(off2, xa);
-            q += 2 * step;
+            uint32_t a02, a13;
+            POCKMCU_DW3_EXT4(q, a02, a13);
             POCKMCU_DW3_STORE_Q(d, 0, p02, p13, a02, a13);
-            p02 = pockmcu_sxtab16(off2, xb);
-            p13 = pockmcu_sxtab16_ror8(off2, xb);
+            POCKMCU_DW3_EXT4(q + step, p02, p13);
+            q += 2 * step;
             POCKMCU_DW3_STORE_Q(d, 12, a02, a13, p02, p13);
             d += 24;
         }
-        j = j_end > j ? j + ((j_end - j) & ~1) : j;
+        if (j_end > j)
+        {
+            j += (j_end - j) & ~1;
+        }
+        if (j < j_end)
+        {
+            POCKMCU_DW3_EXT4(q, c02, c13);
+            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
+            p02 = c02;
+            p13 = c13;
+            j++;
+            d += 12;
+        }
+        if (j < ncol) /* X[j + 1] outside */
+        {
+            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, 0u, 0u);
+            j++;
+            d += 12;
+        }
+        for (; j < ncol; j++, d += 12)
+        {
+            pockmcu_write_u32x2_at(d, 0, 0u, 0u);
+            pockmcu_write_u32x2_at(d, 2, 0u, 0u);
+        }
+        return;
     }
+    /* 1 to 3 channels: p holds the extended X[j] at the top of each loop */
+    pockmcu_dw3_ext(ip, step, 0, x_lo, x_hi, nc, off2, &p02, &p13);
     for (; j < ncol; j++, d += 12)
     {
         pockmcu_dw3_ext(ip, step, j + 1, x_lo, x_hi, nc, off2, &c02, &c13);
@@ -456,7 +560,7 @@ POCKMCU_DW3_NOINLINE void pockmcu_dw3_fill1(uint32_t *d,
 
 /* One input line into a ring slot d at stride 2 along the line, compacted: nq columns Q'[i] = (X[2i], X[2i + 1])
  * (the only ones a stride-2 window reads: its first two taps from Q'[i], its third from the low lanes of Q'[i + 1]);
- * arguments as for pockmcu_dw3_fill1. */
+ * arguments as for pockmcu_dw3_fill1, the same pieces without per-column tests for 4 channels. */
 POCKMCU_DW3_NOINLINE void pockmcu_dw3_fill2(uint32_t *d,
                                             const int8_t *ip,
                                             int32_t step,
@@ -468,30 +572,56 @@ POCKMCU_DW3_NOINLINE void pockmcu_dw3_fill2(uint32_t *d,
 {
     uint32_t p02, p13, c02, c13;
     int32_t i = 0;
-    for (; i < nq && 2 * i < x_lo; i++, d += 12)
-    {
-        pockmcu_dw3_ext(ip, step, 2 * i, x_lo, x_hi, nc, off2, &p02, &p13);
-        pockmcu_dw3_ext(ip, step, 2 * i + 1, x_lo, x_hi, nc, off2, &c02, &c13);
-        POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
-    }
     if (nc == 4)
     {
-        /* i in [i, i_end): 2i + 1 < x_hi */
-        const int32_t i_end = x_hi / 2 < nq ? x_hi / 2 : nq;
-        const int8_t *q = ip + (2 * i - x_lo) * step; /* X[2i] */
+        const int32_t i_end = x_hi / 2 < nq ? x_hi / 2 : nq; /* i < i_end: X[2i + 1] in the image */
+        const int8_t *q;
         int32_t n;
-        for (n = i_end - i; n > 0; n--)
+        for (; 2 * i + 1 < x_lo && i < nq; i++, d += 12) /* X[2i] and X[2i + 1] outside */
         {
-            const uint32_t xa = pockmcu_read_s8x4(q), xb = pockmcu_read_s8x4(q + step);
-            q += 2 * step;
-            p02 = pockmcu_sxtab16(off2, xa);
-            p13 = pockmcu_sxtab16_ror8(off2, xa);
-            c02 = pockmcu_sxtab16(off2, xb);
-            c13 = pockmcu_sxtab16_ror8(off2, xb);
-            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
+            pockmcu_write_u32x2_at(d, 0, 0u, 0u);
+            pockmcu_write_u32x2_at(d, 2, 0u, 0u);
+        }
+        if (2 * i < x_lo && i < nq) /* 2i + 1 = x_lo: only X[2i + 1] can be in the image */
+        {
+            c02 = c13 = 0;
+            if (2 * i + 1 < x_hi)
+            {
+                POCKMCU_DW3_EXT4(ip, c02, c13);
+            }
+            POCKMCU_DW3_STORE_Q(d, 0, 0u, 0u, c02, c13);
+            i++;
             d += 12;
         }
-        i = i_end > i ? i_end : i;
+        q = ip + (2 * i - x_lo) * step; /* X[2i] */
+        for (n = i_end - i; n > 0; n--, d += 12)
+        {
+            POCKMCU_DW3_EXT4(q, p02, p13);
+            POCKMCU_DW3_EXT4(q + step, c02, c13);
+            q += 2 * step;
+            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
+        }
+        if (i_end > i)
+        {
+            i = i_end;
+        }
+        if (i < nq) /* X[2i + 1] outside */
+        {
+            p02 = p13 = 0;
+            if (2 * i < x_hi && 2 * i >= x_lo)
+            {
+                POCKMCU_DW3_EXT4(q, p02, p13);
+            }
+            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, 0u, 0u);
+            i++;
+            d += 12;
+        }
+        for (; i < nq; i++, d += 12)
+        {
+            pockmcu_write_u32x2_at(d, 0, 0u, 0u);
+            pockmcu_write_u32x2_at(d, 2, 0u, 0u);
+        }
+        return;
     }
     for (; i < nq; i++, d += 12)
     {
@@ -537,29 +667,33 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
         ctx->size >= 4 * pockmcu_dw3_words(out_h, out_w, stride_h, stride_w) + 4;
     /* the geometry of a line: transposed, lines are output columns */
     int32_t tr, lines, len, s_al, s_ac, pad_al, pad_ac, in_len, in_lines, in_step, in_line_step, out_step, out_line;
-    int32_t ncol, nfill, x_lo, x_hi, sv;
+    int32_t ncol, nfill, x_lo, x_hi, sv, s3;
     uint32_t *buf, *wrot, *ring;
     int32_t b, c, k;
 
     if (ok) /* B = max |bias| + 9 * 255 * 128 < 2^30, then per channel 1 <= e <= e_max, m >= 0 */
     {
-        uint32_t max_bias = 0;
+        uint32_t max_bias = 0, neg = 0;
+        int32_t s_min = 0, s_max = -1;
         int64_t bound;
         int32_t e_max;
-        for (c = 0; bias_data != NULL && c < ch; c++)
+        for (c = 0; c < ch; c++) /* the largest |bias|, the shifts' range, any negative multiplier */
         {
-            const uint32_t bc = bias_data[c] < 0 ? 0u - (uint32_t)bias_data[c] : (uint32_t)bias_data[c];
-            max_bias = bc > max_bias ? bc : max_bias;
+            const int32_t sc = shift[c];
+            if (bias_data != NULL)
+            {
+                const uint32_t bc = bias_data[c] < 0 ? 0u - (uint32_t)bias_data[c] : (uint32_t)bias_data[c];
+                max_bias = bc > max_bias ? bc : max_bias;
+            }
+            s_min = sc < s_min ? sc : s_min;
+            s_max = sc > s_max ? sc : s_max;
+            neg |= (uint32_t)mult[c];
         }
         bound = (int64_t)max_bias + 9 * 255 * 128;
         for (e_max = 0; e_max < 31 && bound + 3 + ((int64_t)129 << (e_max + 1)) < ((int64_t)1 << 31); e_max++)
         {
         }
-        ok = bound < ((int64_t)1 << 30);
-        for (c = 0; ok && c < ch; c++)
-        {
-            ok = shift[c] <= -1 && -shift[c] <= e_max && mult[c] >= 0;
-        }
+        ok = bound < ((int64_t)1 << 30) && s_max <= -1 && -s_min <= e_max && (int32_t)neg >= 0;
     }
     if (!ok)
     {
@@ -595,6 +729,7 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
     x_lo = pad_al < ncol ? pad_al : ncol;
     x_hi = pad_al + in_len < ncol ? pad_al + in_len : ncol;
     sv = s_al <= 2 ? s_al : 0;
+    s3 = pockmcu_dw3_mod3(s_ac);
 
     buf = (uint32_t *)(((uintptr_t)ctx->buf + 3u) & ~(uintptr_t)3u);
     wrot = buf;
@@ -608,7 +743,7 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
         {
             const int32_t nc = ch - c < 4 ? ch - c : 4;
             const int8_t *in_lo = in_batch + (x_lo - pad_al) * in_step + c; /* line 0 at column x_lo */
-            int32_t oy, r, h, ky, iy0, r0, last;
+            int32_t oy, h, ky, iy0, r0, last;
             /* the weights, rotation 0 (filter row ky in ring slot ky): per row and channel pair h the words (w0, w1)
              * of each channel and (w2, w2) of the pair, extended and doubled (2w fits 16 bits) */
             for (ky = 0; ky < 3; ky++)
@@ -643,18 +778,32 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
                 p[POCKMCU_DW3_E] = e;
             }
             /* rotations 1 and 2 (filter row ky in slot (ky + r) % 3): rotation 0's rows permuted, its parameters */
-            for (r = 1; r < 3; r++)
+            for (h = 0; h < 2; h++)
             {
-                for (h = 0; h < 2; h++)
+                const uint32_t *s0 = wrot + h * POCKMCU_DW3_BLOCK;
+                uint32_t *d1 = wrot + (2 + h) * POCKMCU_DW3_BLOCK, *d2 = wrot + (4 + h) * POCKMCU_DW3_BLOCK;
+                uint32_t u0, u1, u2, u3;
+                for (k = 0; k < 3; k++) /* rotation 1: slot k + 1 holds row k; rotation 2: slot k + 2 */
                 {
-                    const uint32_t *s0 = wrot + h * POCKMCU_DW3_BLOCK;
-                    uint32_t *d = wrot + (2 * r + h) * POCKMCU_DW3_BLOCK;
-                    for (k = 0; k < 3; k++)
-                    {
-                        const int32_t src = k >= r ? k - r : k - r + 3;
-                        memcpy(d + 3 * k, s0 + 3 * src, 12);
-                    }
-                    memcpy(d + POCKMCU_DW3_BIAS, s0 + POCKMCU_DW3_BIAS, 4 * (POCKMCU_DW3_BLOCK - POCKMCU_DW3_BIAS));
+                    const int32_t k1 = k == 2 ? 0 : k + 1, k2 = k == 0 ? 2 : k - 1;
+                    pockmcu_read_u32x2_at(s0 + 3 * k, 0, &u0, &u1);
+                    u2 = s0[3 * k + 2];
+                    d1[3 * k1] = u0;
+                    d1[3 * k1 + 1] = u1;
+                    d1[3 * k1 + 2] = u2;
+                    d2[3 * k2] = u0;
+                    d2[3 * k2 + 1] = u1;
+                    d2[3 * k2 + 2] = u2;
+                }
+                for (k = POCKMCU_DW3_BIAS; k < POCKMCU_DW3_BLOCK; k += 4) /* the parameters */
+                {
+                    pockmcu_read_u32x2_at(s0 + k + 2, 0, &u2, &u3);
+                    u0 = s0[k];
+                    u1 = s0[k + 1];
+                    d1[k] = d2[k] = u0;
+                    d1[k + 1] = d2[k + 1] = u1;
+                    d1[k + 2] = d2[k + 2] = u2;
+                    d1[k + 3] = d2[k + 3] = u3;
                 }
             }
 
@@ -662,12 +811,12 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
             iy0 = -pad_ac;
             r0 = pockmcu_dw3_mod3(iy0);
             last = iy0 - 1;
-            for (oy = 0; oy < lines; oy++, iy0 += s_ac, r0 = pockmcu_dw3_mod3(r0 + s_ac))
+            for (oy = 0; oy < lines; oy++, iy0 += s_ac, r0 = r0 + s3 >= 3 ? r0 + s3 - 3 : r0 + s3)
             {
                 const uint32_t *wr = wrot + r0 * 2 * POCKMCU_DW3_BLOCK;
                 int8_t *out = out_batch + oy * out_line + c;
                 int32_t iy = last + 1 > iy0 ? last + 1 : iy0;
-                int32_t sl = pockmcu_dw3_mod3(r0 + iy - iy0);
+                int32_t sl = r0 + iy - iy0 >= 3 ? r0 + iy - iy0 - 3 : r0 + iy - iy0; /* (iy - iy0 <= 2) */
                 for (; iy < iy0 + 3; iy++, sl = sl == 2 ? 0 : sl + 1)
                 {
                     uint32_t *d = ring + 4 * sl;
@@ -695,27 +844,23 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
                 {
                     if (s_al == 1 && !clamp)
                     {
-                        pockmcu_dw3_line(ring, wr, out, len, 1, out_step, lo4, hi4, 1, 0, 2);
-                        pockmcu_dw3_line(
-                            ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, len, 1, out_step, lo4, hi4, 1, 0, 2);
+                        pockmcu_dw3_line4_s1(ring, wr, out, len, 1, out_step, lo4, hi4);
                     }
                     else if (s_al == 1)
                     {
-                        pockmcu_dw3_line(ring, wr, out, len, 1, out_step, lo4, hi4, 1, 1, 2);
-                        pockmcu_dw3_line(
-                            ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, len, 1, out_step, lo4, hi4, 1, 1, 2);
+                        pockmcu_dw3_line4_s1c(ring, wr, out, len, 1, out_step, lo4, hi4);
+                    }
+                    else if (s_al == 2 && !clamp)
+                    {
+                        pockmcu_dw3_line4_s2(ring, wr, out, len, 2, out_step, lo4, hi4);
                     }
                     else if (s_al == 2)
                     {
-                        pockmcu_dw3_line(ring, wr, out, len, 2, out_step, lo4, hi4, 2, 1, 2);
-                        pockmcu_dw3_line(
-                            ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, len, 2, out_step, lo4, hi4, 2, 1, 2);
+                        pockmcu_dw3_line4_s2c(ring, wr, out, len, 2, out_step, lo4, hi4);
                     }
                     else
                     {
-                        pockmcu_dw3_line(ring, wr, out, len, s_al, out_step, lo4, hi4, 0, 1, 2);
-                        pockmcu_dw3_line(
-                            ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, len, s_al, out_step, lo4, hi4, 0, 1, 2);
+                        pockmcu_dw3_line4_any(ring, wr, out, len, s_al, out_step, lo4, hi4);
                     }
                 }
                 else
