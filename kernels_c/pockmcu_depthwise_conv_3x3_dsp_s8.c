@@ -373,13 +373,13 @@ POCKMCU_LOOPS_INLINE void pockmcu_dw3_line(const uint32_t *xp,
 /* A line of both channel pairs of a group of 4 channels, one function per specialization (S, clamp): each has
  * the registers to itself. */
 POCKMCU_DW3_NOINLINE void pockmcu_dw3_line4_s1(const uint32_t *ring,
-                                                const uint32_t *wr,
-                                                int8_t *out,
-                                                int32_t n,
-                                                int32_t sl,
-                                                int32_t out_step,
-                                                uint32_t lo4,
-                                                uint32_t hi4)
+                                               const uint32_t *wr,
+                                               int8_t *out,
+                                               int32_t n,
+                                               int32_t sl,
+                                               int32_t out_step,
+                                               uint32_t lo4,
+                                               uint32_t hi4)
 {
     pockmcu_dw3_line(ring, wr, out, n, sl, out_step, lo4, hi4, 1, 0, 2);
     pockmcu_dw3_line(ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, n, sl, out_step, lo4, hi4, 1, 0, 2);
@@ -399,13 +399,13 @@ POCKMCU_DW3_NOINLINE void pockmcu_dw3_line4_s1c(const uint32_t *ring,
 }
 
 POCKMCU_DW3_NOINLINE void pockmcu_dw3_line4_s2(const uint32_t *ring,
-                                                const uint32_t *wr,
-                                                int8_t *out,
-                                                int32_t n,
-                                                int32_t sl,
-                                                int32_t out_step,
-                                                uint32_t lo4,
-                                                uint32_t hi4)
+                                               const uint32_t *wr,
+                                               int8_t *out,
+                                               int32_t n,
+                                               int32_t sl,
+                                               int32_t out_step,
+                                               uint32_t lo4,
+                                               uint32_t hi4)
 {
     pockmcu_dw3_line(ring, wr, out, n, sl, out_step, lo4, hi4, 2, 0, 2);
     pockmcu_dw3_line(ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, n, sl, out_step, lo4, hi4, 2, 0, 2);
@@ -510,7 +510,7 @@ POCKMCU_DW3_NOINLINE void pockmcu_dw3_fill1(uint32_t *d,
         {
             POCKMCU_DW3_EXT4(ip + (j - x_lo) * step, p02, p13);
         }
-        q = ip + (j + 1 - x_lo) * step; /* X[j + 1] */
+        q = ip + (j + 1 - x_lo) * step;        /* X[j + 1] */
         for (n = (j_end - j) >> 1; n > 0; n--) /* two columns a pass */
         {
             uint32_t a02, a13;
