@@ -594,12 +594,23 @@ POCKMCU_DW3_NOINLINE void pockmcu_dw3_fill2(uint32_t *d,
             d += 12;
         }
         q = ip + (2 * i - x_lo) * step; /* X[2i] */
-        for (n = i_end - i; n > 0; n--, d += 12)
+        for (n = (i_end - i) >> 1; n > 0; n--, d += 24) /* two columns a pass */
+        {
+            POCKMCU_DW3_EXT4(q, p02, p13);
+            POCKMCU_DW3_EXT4(q + step, c02, c13);
+            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
+            POCKMCU_DW3_EXT4(q + 2 * step, p02, p13);
+            POCKMCU_DW3_EXT4(q + 3 * step, c02, c13);
+            q += 4 * step;
+            POCKMCU_DW3_STORE_Q(d, 12, p02, p13, c02, c13);
+        }
+        if ((i_end - i) & 1 && i_end > i)
         {
             POCKMCU_DW3_EXT4(q, p02, p13);
             POCKMCU_DW3_EXT4(q + step, c02, c13);
             q += 2 * step;
             POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
+            d += 12;
         }
         if (i_end > i)
         {
