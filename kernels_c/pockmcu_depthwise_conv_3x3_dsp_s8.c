@@ -478,6 +478,18 @@ POCKMCU_LOOPS_INLINE void pockmcu_dw3_ext(const int8_t *ip,
         e13 = pockmcu_sxtab16_ror8(off2, xv_);                                                                         \
     } while (0)
 
+/* Q words of one ring column (d + off) from the raw 4-channel words xa (column j) and xb (column j + 1): the two
+ * words' halves packed first ([a0 a1 b0 b1], [a2 a3 b2 b3]), then SXTAB16 / SXTAB16 ROR #8 extend each channel's
+ * pair with the input offset added (2 PKH and 4 SXTAB16 for the 4 channels). */
+#define POCKMCU_DW3_PAIR_Q(d, off, xa, xb)                                                                             \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        const uint32_t xa_ = (xa), xb_ = (xb);                                                                         \
+        const uint32_t t01_ = pockmcu_pkhbt_lsl16(xa_, xb_), t23_ = pockmcu_pkhtb_asr16(xb_, xa_);                     \
+        pockmcu_write_u32x2_at((d), (off), pockmcu_sxtab16(off2, t01_), pockmcu_sxtab16_ror8(off2, t01_));             \
+        pockmcu_write_u32x2_at((d), (off) + 2, pockmcu_sxtab16(off2, t23_), pockmcu_sxtab16_ror8(off2, t23_));         \
+    } while (0)
+
 /* One input line into a ring slot d (12 words a ring column), stride 1 along the line: ncol columns Q[j] =
  * (X[j], X[j + 1]), X[j] the input at position j - pad, in the image for j in [x_lo, x_hi) (ip: the group's first
  * channel at column x_lo, step bytes between positions), 0 outside. With 4 channels: the zero columns, the column
@@ -593,23 +605,17 @@ POCKMCU_DW3_NOINLINE void pockmcu_dw3_fill2(uint32_t *d,
             i++;
             d += 12;
         }
-        q = ip + (2 * i - x_lo) * step; /* X[2i] */
+        q = ip + (2 * i - x_lo) * step;                 /* X[2i] */
         for (n = (i_end - i) >> 1; n > 0; n--, d += 24) /* two columns a pass */
         {
-            POCKMCU_DW3_EXT4(q, p02, p13);
-            POCKMCU_DW3_EXT4(q + step, c02, c13);
-            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
-            POCKMCU_DW3_EXT4(q + 2 * step, p02, p13);
-            POCKMCU_DW3_EXT4(q + 3 * step, c02, c13);
+            POCKMCU_DW3_PAIR_Q(d, 0, pockmcu_read_s8x4(q), pockmcu_read_s8x4(q + step));
+            POCKMCU_DW3_PAIR_Q(d, 12, pockmcu_read_s8x4(q + 2 * step), pockmcu_read_s8x4(q + 3 * step));
             q += 4 * step;
-            POCKMCU_DW3_STORE_Q(d, 12, p02, p13, c02, c13);
         }
         if ((i_end - i) & 1 && i_end > i)
         {
-            POCKMCU_DW3_EXT4(q, p02, p13);
-            POCKMCU_DW3_EXT4(q + step, c02, c13);
+            POCKMCU_DW3_PAIR_Q(d, 0, pockmcu_read_s8x4(q), pockmcu_read_s8x4(q + step));
             q += 2 * step;
-            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
             d += 12;
         }
         if (i_end > i)
