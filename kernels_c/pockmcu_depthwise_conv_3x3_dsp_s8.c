@@ -694,14 +694,15 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
         int32_t s_min = 0, s_max = -1;
         int64_t bound;
         int32_t e_max;
-        for (c = 0; c < ch; c++) /* the largest |bias|, the shifts' range, any negative multiplier */
+        for (c = 0; bias_data != NULL && c < ch; c++) /* the largest |bias| */
+        {
+            const int32_t bc = bias_data[c];
+            const uint32_t a = bc < 0 ? 0u - (uint32_t)bc : (uint32_t)bc;
+            max_bias = a > max_bias ? a : max_bias;
+        }
+        for (c = 0; c < ch; c++) /* the shifts' range, any negative multiplier */
         {
             const int32_t sc = shift[c];
-            if (bias_data != NULL)
-            {
-                const uint32_t bc = bias_data[c] < 0 ? 0u - (uint32_t)bias_data[c] : (uint32_t)bias_data[c];
-                max_bias = bc > max_bias ? bc : max_bias;
-            }
             s_min = sc < s_min ? sc : s_min;
             s_max = sc > s_max ? sc : s_max;
             neg |= (uint32_t)mult[c];
