@@ -15,10 +15,15 @@
  * so every output pixel sees a whole 3x3 window and a skipped tap contributes (x + off) * w = 0, as TFLM's skip
  * does. With the weights of a filter row stored as (w0, w1) per channel and (w2 of channel c, w2 of c + 1), a
  * filter row of an output pixel at column x is SMLAD(Q_c[x], (w0, w1)) plus SMLABB / SMLABT of Q_c[x + 2]; the
- * next pixel (stride 1) is SMLAD(Q_c[x + 1], (w0, w1)) plus SMLATB / SMLATT of the same Q_c[x + 2]. Two output
- * pixels of 2 channels are one pass: 5 loads (LDRD) and 8 multiply-accumulates per filter row for 12 MACs. The
- * weights are extended once per group, doubled (2w fits 16 bits) and stored in the 3 orders the ring's rotation
- * can take, so the tap loop has constant offsets.
+ * next pixel (stride 1) is SMLAD(Q_c[x + 1], (w0, w1)) plus SMLATB / SMLATT of the same Q_c[x + 2]. Three output
+ * pixels of 2 channels are one pass (6 loads and 12 multiply-accumulates per filter row for 18 MACs), the rest of a
+ * line pairs of pixels (and a single one). At stride 2 along the line a window reads only Q[x] of even columns and
+ * the low lanes of Q[x + 2], so the ring is compacted: it holds Q'[i] = Q[2i] only (half the fill; the two input
+ * words' halves are packed by PKHBT / PKHTB first, then one SXTAB16 extends a channel's pair), the next pixel's
+ * window is the next ring column and three pixels are again one pass. The fills handle the columns at the image's
+ * edges apart, so the columns inside take loops without tests. The weights are extended once per group, doubled (2w
+ * fits 16 bits) and stored in the 3 orders the ring's rotation can take, so the tap loop has constant offsets; each
+ * specialization of a line (stride 1 / 2 / other, activation clamp or not) is its own function.
  *
  * Requantization: accumulating 2 * acc saves the left shift of SaturatingRoundingDoublingHighMul: SMMULR(2 acc, m)
  * equals it while |2 acc| < 2^31. TFLM's RoundingDivideByPOT(x, e), e >= 1, is (x + 2^(e-1) - [x < 0]) >> e, and
