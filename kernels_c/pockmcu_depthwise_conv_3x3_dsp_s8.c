@@ -15,10 +15,15 @@
  * so every output pixel sees a whole 3x3 window and a skipped tap contributes (x + off) * w = 0, as TFLM's skip
  * does. With the weights of a filter row stored as (w0, w1) per channel and (w2 of channel c, w2 of c + 1), a
  * filter row of an output pixel at column x is SMLAD(Q_c[x], (w0, w1)) plus SMLABB / SMLABT of Q_c[x + 2]; the
- * next pixel (stride 1) is SMLAD(Q_c[x + 1], (w0, w1)) plus SMLATB / SMLATT of the same Q_c[x + 2]. Two output
- * pixels of 2 channels are one pass: 5 loads (LDRD) and 8 multiply-accumulates per filter row for 12 MACs. The
- * weights are extended once per group, doubled (2w fits 16 bits) and stored in the 3 orders the ring's rotation
- * can take, so the tap loop has constant offsets.
+ * next pixel (stride 1) is SMLAD(Q_c[x + 1], (w0, w1)) plus SMLATB / SMLATT of the same Q_c[x + 2]. Three output
+ * pixels of 2 channels are one pass (6 loads and 12 multiply-accumulates per filter row for 18 MACs), the rest of a
+ * line pairs of pixels (and a single one). At stride 2 along the line a window reads only Q[x] of even columns and
+ * the low lanes of Q[x + 2], so the ring is compacted: it holds Q'[i] = Q[2i] only (half the fill; the two input
+ * words' halves are packed by PKHBT / PKHTB first, then one SXTAB16 extends a channel's pair), the next pixel's
+ * window is the next ring column and three pixels are again one pass. The fills handle the columns at the image's
+ * edges apart, so the columns inside take loops without tests. The weights are extended once per group, doubled (2w
+ * fits 16 bits) and stored in the 3 orders the ring's rotation can take, so the tap loop has constant offsets; each
+ * specialization of a line (stride 1 / 2 / other, activation clamp or not) is its own function.
  *
  * Requantization: accumulating 2 * acc saves the left shift of SaturatingRoundingDoublingHighMul: SMMULR(2 acc, m)
  * equals it while |2 acc| < 2^31. TFLM's RoundingDivideByPOT(x, e), e >= 1, is (x + 2^(e-1) - [x < 0]) >> e, and
@@ -83,7 +88,8 @@ static int32_t pockmcu_dw3_mod3(int32_t v) { return ((v % 3) + 3) % 3; }
 #define POCKMCU_DW3_R 13
 #define POCKMCU_DW3_E 15
 
-/* Filter row k of a pixel pair at stride S (1 or 2): the pair's window at xp (ring slot k at xp + 4k). */
+/* Filter row k of a pixel pair at stride S (1, or 2 with the ring compacted: only the even columns' Q, so the next
+ * pixel's window is the next ring column): the pair's window at xp (ring slot k at xp + 4k). */
 #define POCKMCU_DW3_PAIR_ROW(k, S)                                                                                     \
     do                                                                                                                 \
     {                                                                                                                  \
@@ -92,7 +98,7 @@ static int32_t pockmcu_dw3_mod3(int32_t v) { return ((v % 3) + 3) % 3; }
         pockmcu_read_u32x2_at(xp, 4 * (k), &x0_, &x1_);                                                                \
         a0 = pockmcu_smlad(x0_, w0_, a0);                                                                              \
         a1 = pockmcu_smlad(x1_, w1_, a1);                                                                              \
-        pockmcu_read_u32x2_at(xp, 12 * (S) + 4 * (k), &y0_, &y1_);                                                     \
+        pockmcu_read_u32x2_at(xp, 12 + 4 * (k), &y0_, &y1_);                                                           \
         b0 = pockmcu_smlad(y0_, w0_, b0);                                                                              \
         b1 = pockmcu_smlad(y1_, w1_, b1);                                                                              \
         w2_ = wp[3 * (k) + 2];                                                                                         \
@@ -108,7 +114,7 @@ static int32_t pockmcu_dw3_mod3(int32_t v) { return ((v % 3) + 3) % 3; }
         {                                                                                                              \
             a0 = pockmcu_smlabb(y0_, w2_, a0);                                                                         \
             a1 = pockmcu_smlabt(y1_, w2_, a1);                                                                         \
-            pockmcu_read_u32x2_at(xp, 48 + 4 * (k), &x0_, &x1_);                                                       \
+            pockmcu_read_u32x2_at(xp, 24 + 4 * (k), &x0_, &x1_);                                                       \
             b0 = pockmcu_smlabb(x0_, w2_, b0);                                                                         \
             b1 = pockmcu_smlabt(x1_, w2_, b1);                                                                         \
         }                                                                                                              \
@@ -148,6 +154,38 @@ static int32_t pockmcu_dw3_mod3(int32_t v) { return ((v % 3) + 3) % 3; }
         POCKMCU_ORDER_AFTER(wp, c1);                                                                                   \
     } while (0)
 
+/* Filter row k of three pixels at stride 2 over the compacted ring (windows at xp, xp + 12, xp + 24: the even
+ * columns' Q', so Q'[i] takes the two first taps of pixel i by SMLAD and its low lanes the third tap of pixel i - 1);
+ * 6 loads and 12 multiply-accumulates for 18 MACs. */
+#define POCKMCU_DW3_TRIPLE_ROW_S2(k)                                                                                   \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        uint32_t w0_, w1_, x0_, x1_, w2_;                                                                              \
+        pockmcu_read_u32x2_at(wp, 3 * (k), &w0_, &w1_);                                                                \
+        pockmcu_read_u32x2_at(xp, 4 * (k), &x0_, &x1_);                                                                \
+        a0 = pockmcu_smlad(x0_, w0_, a0);                                                                              \
+        a1 = pockmcu_smlad(x1_, w1_, a1);                                                                              \
+        POCKMCU_ORDER_AFTER(xp, a1);                                                                                   \
+        pockmcu_read_u32x2_at(xp, 12 + 4 * (k), &x0_, &x1_);                                                           \
+        w2_ = wp[3 * (k) + 2];                                                                                         \
+        b0 = pockmcu_smlad(x0_, w0_, b0);                                                                              \
+        b1 = pockmcu_smlad(x1_, w1_, b1);                                                                              \
+        a0 = pockmcu_smlabb(x0_, w2_, a0);                                                                             \
+        a1 = pockmcu_smlabt(x1_, w2_, a1);                                                                             \
+        POCKMCU_ORDER_AFTER(xp, a1);                                                                                   \
+        pockmcu_read_u32x2_at(xp, 24 + 4 * (k), &x0_, &x1_);                                                           \
+        c0 = pockmcu_smlad(x0_, w0_, c0);                                                                              \
+        c1 = pockmcu_smlad(x1_, w1_, c1);                                                                              \
+        b0 = pockmcu_smlabb(x0_, w2_, b0);                                                                             \
+        b1 = pockmcu_smlabt(x1_, w2_, b1);                                                                             \
+        POCKMCU_ORDER_AFTER(xp, b1);                                                                                   \
+        pockmcu_read_u32x2_at(xp, 36 + 4 * (k), &x0_, &x1_);                                                           \
+        c0 = pockmcu_smlabb(x0_, w2_, c0);                                                                             \
+        c1 = pockmcu_smlabt(x1_, w2_, c1);                                                                             \
+        POCKMCU_ORDER_AFTER(xp, c0);                                                                                   \
+        POCKMCU_ORDER_AFTER(wp, c1);                                                                                   \
+    } while (0)
+
 /* Filter row k of a pixel pair at any stride (qb: ring words between the two windows). */
 #define POCKMCU_DW3_PAIR_ROW_ANY(k)                                                                                    \
     do                                                                                                                 \
@@ -180,12 +218,13 @@ POCKMCU_LOOPS_INLINE void pockmcu_dw3_line(const uint32_t *xp,
                                            const int32_t clamp,
                                            const int32_t nch)
 {
-    const int32_t qb = 12 * (S > 0 ? S : sl); /* ring words from a pixel's window to the next pixel's */
+    const int32_t qb = S > 0 ? 12 : 12 * sl; /* ring words from a pixel's window to the next pixel's */
+    const int32_t tq = S == 2 ? 12 : 24;     /* ring words from a pixel's window to its third tap's Q */
     const int32_t *prm = (const int32_t *)wp;
     int32_t i;
-    if (S == 1 && nch == 2) /* three pixels a pass, then a pair and a single pixel as at any stride */
+    if (S > 0 && nch == 2) /* three pixels a pass, then a pair and a single pixel as at any stride */
     {
-        for (; n >= 3; n -= 3)
+        for (; n >= 3 && n != 4; n -= 3) /* n = 4 after them: two pairs (cheaper than a triple and a single) */
         {
             int32_t a0, a1, b0, b1, c0, c1;
             {
@@ -194,9 +233,18 @@ POCKMCU_LOOPS_INLINE void pockmcu_dw3_line(const uint32_t *xp,
                 a0 = b0 = c0 = (int32_t)u0;
                 a1 = b1 = c1 = (int32_t)u1;
             }
-            POCKMCU_DW3_TRIPLE_ROW(0);
-            POCKMCU_DW3_TRIPLE_ROW(1);
-            POCKMCU_DW3_TRIPLE_ROW(2);
+            if (S == 1)
+            {
+                POCKMCU_DW3_TRIPLE_ROW(0);
+                POCKMCU_DW3_TRIPLE_ROW(1);
+                POCKMCU_DW3_TRIPLE_ROW(2);
+            }
+            else
+            {
+                POCKMCU_DW3_TRIPLE_ROW_S2(0);
+                POCKMCU_DW3_TRIPLE_ROW_S2(1);
+                POCKMCU_DW3_TRIPLE_ROW_S2(2);
+            }
             {
                 uint32_t m0, m1, r0, r1, e0, e1;
                 pockmcu_read_u32x2_at(wp, POCKMCU_DW3_MULT, &m0, &m1);
@@ -302,8 +350,8 @@ POCKMCU_LOOPS_INLINE void pockmcu_dw3_line(const uint32_t *xp,
             const uint32_t w0 = wp[3 * k], w1 = wp[3 * k + 1], w2 = wp[3 * k + 2];
             a0 = pockmcu_smlad(q[0], w0, a0);
             a1 = pockmcu_smlad(q[1], w1, a1);
-            a0 = pockmcu_smlabb(q[24], w2, a0);
-            a1 = pockmcu_smlabt(q[25], w2, a1);
+            a0 = pockmcu_smlabb(q[tq], w2, a0);
+            a1 = pockmcu_smlabt(q[tq + 1], w2, a1);
         }
         POCKMCU_DW3_RQ(a0, prm[POCKMCU_DW3_MULT], prm[POCKMCU_DW3_R], prm[POCKMCU_DW3_E]);
         POCKMCU_DW3_RQ(a1, prm[POCKMCU_DW3_MULT + 1], prm[POCKMCU_DW3_R + 1], prm[POCKMCU_DW3_E + 1]);
@@ -321,6 +369,79 @@ POCKMCU_LOOPS_INLINE void pockmcu_dw3_line(const uint32_t *xp,
     }
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+    #define POCKMCU_DW3_NOINLINE static __attribute__((noinline))
+#else
+    #define POCKMCU_DW3_NOINLINE static
+#endif
+
+/* A line of both channel pairs of a group of 4 channels, one function per specialization (S, clamp): each has
+ * the registers to itself. */
+POCKMCU_DW3_NOINLINE void pockmcu_dw3_line4_s1(const uint32_t *ring,
+                                               const uint32_t *wr,
+                                               int8_t *out,
+                                               int32_t n,
+                                               int32_t sl,
+                                               int32_t out_step,
+                                               uint32_t lo4,
+                                               uint32_t hi4)
+{
+    pockmcu_dw3_line(ring, wr, out, n, sl, out_step, lo4, hi4, 1, 0, 2);
+    pockmcu_dw3_line(ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, n, sl, out_step, lo4, hi4, 1, 0, 2);
+}
+
+POCKMCU_DW3_NOINLINE void pockmcu_dw3_line4_s1c(const uint32_t *ring,
+                                                const uint32_t *wr,
+                                                int8_t *out,
+                                                int32_t n,
+                                                int32_t sl,
+                                                int32_t out_step,
+                                                uint32_t lo4,
+                                                uint32_t hi4)
+{
+    pockmcu_dw3_line(ring, wr, out, n, sl, out_step, lo4, hi4, 1, 1, 2);
+    pockmcu_dw3_line(ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, n, sl, out_step, lo4, hi4, 1, 1, 2);
+}
+
+POCKMCU_DW3_NOINLINE void pockmcu_dw3_line4_s2(const uint32_t *ring,
+                                               const uint32_t *wr,
+                                               int8_t *out,
+                                               int32_t n,
+                                               int32_t sl,
+                                               int32_t out_step,
+                                               uint32_t lo4,
+                                               uint32_t hi4)
+{
+    pockmcu_dw3_line(ring, wr, out, n, sl, out_step, lo4, hi4, 2, 0, 2);
+    pockmcu_dw3_line(ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, n, sl, out_step, lo4, hi4, 2, 0, 2);
+}
+
+POCKMCU_DW3_NOINLINE void pockmcu_dw3_line4_s2c(const uint32_t *ring,
+                                                const uint32_t *wr,
+                                                int8_t *out,
+                                                int32_t n,
+                                                int32_t sl,
+                                                int32_t out_step,
+                                                uint32_t lo4,
+                                                uint32_t hi4)
+{
+    pockmcu_dw3_line(ring, wr, out, n, sl, out_step, lo4, hi4, 2, 1, 2);
+    pockmcu_dw3_line(ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, n, sl, out_step, lo4, hi4, 2, 1, 2);
+}
+
+POCKMCU_DW3_NOINLINE void pockmcu_dw3_line4_any(const uint32_t *ring,
+                                                const uint32_t *wr,
+                                                int8_t *out,
+                                                int32_t n,
+                                                int32_t sl,
+                                                int32_t out_step,
+                                                uint32_t lo4,
+                                                uint32_t hi4)
+{
+    pockmcu_dw3_line(ring, wr, out, n, sl, out_step, lo4, hi4, 0, 1, 2);
+    pockmcu_dw3_line(ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, n, sl, out_step, lo4, hi4, 0, 1, 2);
+}
+
 /* Q words of one ring column (d + off) from the extended words of columns j (p02, p13) and j + 1 (c02, c13). */
 #define POCKMCU_DW3_STORE_Q(d, off, p02, p13, c02, c13)                                                                \
     do                                                                                                                 \
@@ -329,80 +450,206 @@ POCKMCU_LOOPS_INLINE void pockmcu_dw3_line(const uint32_t *xp,
         pockmcu_write_u32x2_at((d), (off) + 2, pockmcu_pkhtb_asr16((c02), (p02)), pockmcu_pkhtb_asr16((c13), (p13)));  \
     } while (0)
 
-/* One input line into a ring slot d (stride 12 words a column): ncol columns, column j at input position
- * j - pad (ip: the group's first channel of input position x_lo - pad, step bytes between positions), in the
- * image for j in [x_lo, x_hi). */
-static void pockmcu_dw3_fill(uint32_t *d,
-                             const int8_t *ip,
-                             int32_t step,
-                             int32_t ncol,
-                             int32_t x_lo,
-                             int32_t x_hi,
-                             int32_t nc,
-                             uint32_t off2)
+/* The extended words of column j of a line (e02: channels 0 and 2 of the group, e13: 1 and 3, input offset added),
+ * zero outside the image [x_lo, x_hi); ip: the group's first channel at column x_lo, step bytes a column. */
+POCKMCU_LOOPS_INLINE void pockmcu_dw3_ext(const int8_t *ip,
+                                          int32_t step,
+                                          int32_t j,
+                                          int32_t x_lo,
+                                          int32_t x_hi,
+                                          int32_t nc,
+                                          uint32_t off2,
+                                          uint32_t *e02,
+                                          uint32_t *e13)
 {
-    uint32_t p02 = 0, p13 = 0;
-    int32_t j;
-    /* column j's Q is written when column j + 1 is known: p holds column j - 1 at the top of each loop */
-    if (x_lo == 0 && x_hi > 0)
+    if (j >= x_lo && j < x_hi)
     {
-        const uint32_t xv = pockmcu_dw3_gather(ip, nc);
-        p02 = pockmcu_sxtab16(off2, xv);
-        p13 = pockmcu_sxtab16_ror8(off2, xv);
-        ip += step;
-        j = 1;
+        const uint32_t xv = pockmcu_dw3_gather(ip + (j - x_lo) * step, nc);
+        *e02 = pockmcu_sxtab16(off2, xv);
+        *e13 = pockmcu_sxtab16_ror8(off2, xv);
     }
     else
     {
-        for (j = 1; j < x_lo && j <= ncol; j++, d += 12)
-        {
-            d[0] = d[1] = d[2] = d[3] = 0;
-        }
+        *e02 = *e13 = 0;
     }
+}
+
+/* Extends the 4-channel word at q (the input offset added): e02 channels 0 and 2, e13 channels 1 and 3. */
+#define POCKMCU_DW3_EXT4(q, e02, e13)                                                                                  \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        const uint32_t xv_ = pockmcu_read_s8x4(q);                                                                     \
+        e02 = pockmcu_sxtab16(off2, xv_);                                                                              \
+        e13 = pockmcu_sxtab16_ror8(off2, xv_);                                                                         \
+    } while (0)
+
+/* Q words of one ring column (d + off) from the raw 4-channel words xa (column j) and xb (column j + 1): the two
+ * words' halves packed first ([a0 a1 b0 b1], [a2 a3 b2 b3]), then SXTAB16 / SXTAB16 ROR #8 extend each channel's
+ * pair with the input offset added (2 PKH and 4 SXTAB16 for the 4 channels). */
+#define POCKMCU_DW3_PAIR_Q(d, off, xa, xb)                                                                             \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        const uint32_t xa_ = (xa), xb_ = (xb);                                                                         \
+        const uint32_t t01_ = pockmcu_pkhbt_lsl16(xa_, xb_), t23_ = pockmcu_pkhtb_asr16(xb_, xa_);                     \
+        pockmcu_write_u32x2_at((d), (off), pockmcu_sxtab16(off2, t01_), pockmcu_sxtab16_ror8(off2, t01_));             \
+        pockmcu_write_u32x2_at((d), (off) + 2, pockmcu_sxtab16(off2, t23_), pockmcu_sxtab16_ror8(off2, t23_));         \
+    } while (0)
+
+/* One input line into a ring slot d (12 words a ring column), stride 1 along the line: ncol columns Q[j] =
+ * (X[j], X[j + 1]), X[j] the input at position j - pad, in the image for j in [x_lo, x_hi) (ip: the group's first
+ * channel at column x_lo, step bytes between positions), 0 outside. With 4 channels: the zero columns, the column
+ * that enters the image, the columns whose X[j + 1] is in the image (a loop without tests, two a pass), the one that
+ * leaves it and the zero columns after it, each without per-column tests. In its own function: the caller's
+ * registers stay out of it. */
+POCKMCU_DW3_NOINLINE void pockmcu_dw3_fill1(uint32_t *d,
+                                            const int8_t *ip,
+                                            int32_t step,
+                                            int32_t ncol,
+                                            int32_t x_lo,
+                                            int32_t x_hi,
+                                            int32_t nc,
+                                            uint32_t off2)
+{
+    uint32_t p02, p13, c02, c13;
+    int32_t j = 0;
     if (nc == 4)
     {
-        for (; j + 1 < x_hi; j += 2, d += 24, ip += 2 * step) /* two columns a pass: no register moves */
+        const int32_t j_end = x_hi - 1 < ncol ? x_hi - 1 : ncol; /* j < j_end: X[j + 1] in the image */
+        const int8_t *q;
+        int32_t n;
+        for (; j + 1 < x_lo && j < ncol; j++, d += 12) /* X[j] and X[j + 1] outside */
         {
-            const uint32_t xa = pockmcu_read_s8x4(ip), xb = pockmcu_read_s8x4(ip + step);
-            const uint32_t a02 = pockmcu_sxtab16(off2, xa), a13 = pockmcu_sxtab16_ror8(off2, xa);
-            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, a02, a13);
-            p02 = pockmcu_sxtab16(off2, xb);
-            p13 = pockmcu_sxtab16_ror8(off2, xb);
-            POCKMCU_DW3_STORE_Q(d, 12, a02, a13, p02, p13);
+            pockmcu_write_u32x2_at(d, 0, 0u, 0u);
+            pockmcu_write_u32x2_at(d, 2, 0u, 0u);
         }
-        if (j < x_hi)
+        p02 = p13 = 0;
+        if (j >= x_lo && j < x_hi) /* x_lo = 0: X[0] in the image */
         {
-            const uint32_t xv = pockmcu_read_s8x4(ip);
-            const uint32_t c02 = pockmcu_sxtab16(off2, xv);
-            const uint32_t c13 = pockmcu_sxtab16_ror8(off2, xv);
+            POCKMCU_DW3_EXT4(ip + (j - x_lo) * step, p02, p13);
+        }
+        q = ip + (j + 1 - x_lo) * step;        /* X[j + 1] */
+        for (n = (j_end - j) >> 1; n > 0; n--) /* two columns a pass */
+        {
+            uint32_t a02, a13;
+            POCKMCU_DW3_EXT4(q, a02, a13);
+            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, a02, a13);
+            POCKMCU_DW3_EXT4(q + step, p02, p13);
+            q += 2 * step;
+            POCKMCU_DW3_STORE_Q(d, 12, a02, a13, p02, p13);
+            d += 24;
+        }
+        if (j_end > j)
+        {
+            j += (j_end - j) & ~1;
+        }
+        if (j < j_end)
+        {
+            POCKMCU_DW3_EXT4(q, c02, c13);
             POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
             p02 = c02;
             p13 = c13;
             j++;
             d += 12;
         }
-    }
-    else
-    {
-        for (; j < x_hi; j++, d += 12, ip += step)
+        if (j < ncol) /* X[j + 1] outside */
         {
-            const uint32_t xv = pockmcu_dw3_gather(ip, nc);
-            const uint32_t c02 = pockmcu_sxtab16(off2, xv);
-            const uint32_t c13 = pockmcu_sxtab16_ror8(off2, xv);
-            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
-            p02 = c02;
-            p13 = c13;
+            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, 0u, 0u);
+            j++;
+            d += 12;
         }
+        for (; j < ncol; j++, d += 12)
+        {
+            pockmcu_write_u32x2_at(d, 0, 0u, 0u);
+            pockmcu_write_u32x2_at(d, 2, 0u, 0u);
+        }
+        return;
     }
-    if (j <= ncol)
+    /* 1 to 3 channels: p holds the extended X[j] at the top of each loop */
+    pockmcu_dw3_ext(ip, step, 0, x_lo, x_hi, nc, off2, &p02, &p13);
+    for (; j < ncol; j++, d += 12)
     {
-        POCKMCU_DW3_STORE_Q(d, 0, p02, p13, 0u, 0u);
-        d += 12;
-        j++;
+        pockmcu_dw3_ext(ip, step, j + 1, x_lo, x_hi, nc, off2, &c02, &c13);
+        POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
+        p02 = c02;
+        p13 = c13;
     }
-    for (; j <= ncol; j++, d += 12)
+}
+
+/* One input line into a ring slot d at stride 2 along the line, compacted: nq columns Q'[i] = (X[2i], X[2i + 1])
+ * (the only ones a stride-2 window reads: its first two taps from Q'[i], its third from the low lanes of Q'[i + 1]);
+ * arguments as for pockmcu_dw3_fill1, the same pieces without per-column tests for 4 channels. */
+POCKMCU_DW3_NOINLINE void pockmcu_dw3_fill2(uint32_t *d,
+                                            const int8_t *ip,
+                                            int32_t step,
+                                            int32_t nq,
+                                            int32_t x_lo,
+                                            int32_t x_hi,
+                                            int32_t nc,
+                                            uint32_t off2)
+{
+    uint32_t p02, p13, c02, c13;
+    int32_t i = 0;
+    if (nc == 4)
     {
-        d[0] = d[1] = d[2] = d[3] = 0;
+        const int32_t i_end = x_hi / 2 < nq ? x_hi / 2 : nq; /* i < i_end: X[2i + 1] in the image */
+        const int8_t *q;
+        int32_t n;
+        for (; 2 * i + 1 < x_lo && i < nq; i++, d += 12) /* X[2i] and X[2i + 1] outside */
+        {
+            pockmcu_write_u32x2_at(d, 0, 0u, 0u);
+            pockmcu_write_u32x2_at(d, 2, 0u, 0u);
+        }
+        if (2 * i < x_lo && i < nq) /* 2i + 1 = x_lo: only X[2i + 1] can be in the image */
+        {
+            c02 = c13 = 0;
+            if (2 * i + 1 < x_hi)
+            {
+                POCKMCU_DW3_EXT4(ip, c02, c13);
+            }
+            POCKMCU_DW3_STORE_Q(d, 0, 0u, 0u, c02, c13);
+            i++;
+            d += 12;
+        }
+        q = ip + (2 * i - x_lo) * step;                 /* X[2i] */
+        for (n = (i_end - i) >> 1; n > 0; n--, d += 24) /* two columns a pass */
+        {
+            POCKMCU_DW3_PAIR_Q(d, 0, pockmcu_read_s8x4(q), pockmcu_read_s8x4(q + step));
+            POCKMCU_DW3_PAIR_Q(d, 12, pockmcu_read_s8x4(q + 2 * step), pockmcu_read_s8x4(q + 3 * step));
+            q += 4 * step;
+        }
+        if ((i_end - i) & 1 && i_end > i)
+        {
+            POCKMCU_DW3_PAIR_Q(d, 0, pockmcu_read_s8x4(q), pockmcu_read_s8x4(q + step));
+            q += 2 * step;
+            d += 12;
+        }
+        if (i_end > i)
+        {
+            i = i_end;
+        }
+        if (i < nq) /* X[2i + 1] outside */
+        {
+            p02 = p13 = 0;
+            if (2 * i < x_hi && 2 * i >= x_lo)
+            {
+                POCKMCU_DW3_EXT4(q, p02, p13);
+            }
+            POCKMCU_DW3_STORE_Q(d, 0, p02, p13, 0u, 0u);
+            i++;
+            d += 12;
+        }
+        for (; i < nq; i++, d += 12)
+        {
+            pockmcu_write_u32x2_at(d, 0, 0u, 0u);
+            pockmcu_write_u32x2_at(d, 2, 0u, 0u);
+        }
+        return;
+    }
+    for (; i < nq; i++, d += 12)
+    {
+        pockmcu_dw3_ext(ip, step, 2 * i, x_lo, x_hi, nc, off2, &p02, &p13);
+        pockmcu_dw3_ext(ip, step, 2 * i + 1, x_lo, x_hi, nc, off2, &c02, &c13);
+        POCKMCU_DW3_STORE_Q(d, 0, p02, p13, c02, c13);
     }
 }
 
@@ -442,29 +689,34 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
         ctx->size >= 4 * pockmcu_dw3_words(out_h, out_w, stride_h, stride_w) + 4;
     /* the geometry of a line: transposed, lines are output columns */
     int32_t tr, lines, len, s_al, s_ac, pad_al, pad_ac, in_len, in_lines, in_step, in_line_step, out_step, out_line;
-    int32_t ncol;
+    int32_t ncol, nfill, x_lo, x_hi, sv, s3;
     uint32_t *buf, *wrot, *ring;
     int32_t b, c, k;
 
     if (ok) /* B = max |bias| + 9 * 255 * 128 < 2^30, then per channel 1 <= e <= e_max, m >= 0 */
     {
-        uint32_t max_bias = 0;
+        uint32_t max_bias = 0, neg = 0;
+        int32_t s_min = 0, s_max = -1;
         int64_t bound;
         int32_t e_max;
-        for (c = 0; bias_data != NULL && c < ch; c++)
+        for (c = 0; bias_data != NULL && c < ch; c++) /* the largest |bias| */
         {
-            const uint32_t bc = bias_data[c] < 0 ? 0u - (uint32_t)bias_data[c] : (uint32_t)bias_data[c];
-            max_bias = bc > max_bias ? bc : max_bias;
+            const int32_t bc = bias_data[c];
+            const uint32_t a = bc < 0 ? 0u - (uint32_t)bc : (uint32_t)bc;
+            max_bias = a > max_bias ? a : max_bias;
+        }
+        for (c = 0; c < ch; c++) /* the shifts' range, any negative multiplier */
+        {
+            const int32_t sc = shift[c];
+            s_min = sc < s_min ? sc : s_min;
+            s_max = sc > s_max ? sc : s_max;
+            neg |= (uint32_t)mult[c];
         }
         bound = (int64_t)max_bias + 9 * 255 * 128;
         for (e_max = 0; e_max < 31 && bound + 3 + ((int64_t)129 << (e_max + 1)) < ((int64_t)1 << 31); e_max++)
         {
         }
-        ok = bound < ((int64_t)1 << 30);
-        for (c = 0; ok && c < ch; c++)
-        {
-            ok = shift[c] <= -1 && -shift[c] <= e_max && mult[c] >= 0;
-        }
+        ok = bound < ((int64_t)1 << 30) && s_max <= -1 && -s_min <= e_max && (int32_t)neg >= 0;
     }
     if (!ok)
     {
@@ -495,6 +747,12 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
     out_step = tr ? out_w * ch : ch;
     out_line = tr ? ch : out_w * ch;
     ncol = pockmcu_dw3_cols(len, s_al);
+    /* the ring columns a line fills: stride 2 along the line keeps only the even columns' Q (compacted) */
+    nfill = s_al == 2 ? len + 1 : ncol;
+    x_lo = pad_al < ncol ? pad_al : ncol;
+    x_hi = pad_al + in_len < ncol ? pad_al + in_len : ncol;
+    sv = s_al <= 2 ? s_al : 0;
+    s3 = pockmcu_dw3_mod3(s_ac);
 
     buf = (uint32_t *)(((uintptr_t)ctx->buf + 3u) & ~(uintptr_t)3u);
     wrot = buf;
@@ -507,147 +765,142 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_3x3_dsp_s8(const cmsis_nn_context *ct
         for (c = 0; c < ch; c += 4)
         {
             const int32_t nc = ch - c < 4 ? ch - c : 4;
-            const int32_t x_lo = pad_al < ncol ? pad_al : ncol;
-            const int32_t x_hi = pad_al + in_len < ncol ? pad_al + in_len : ncol;
-            int32_t slot_line[3];
-            int32_t oy, r, h, s;
-            uint32_t w02[9], w13[9];
-            /* the weights: extended, doubled ((w0, w2) and (w1, w3) of each tap), then for each ring rotation r
-             * (filter row ky in slot (r + ky) % 3) and channel pair h the words of pockmcu_dw3_line */
-            for (s = 0; s < 9; s++)
+            const int8_t *in_lo = in_batch + (x_lo - pad_al) * in_step + c; /* line 0 at column x_lo */
+            int32_t oy, h, ky, iy0, r0, last;
+            /* the weights, rotation 0 (filter row ky in ring slot ky): per row and channel pair h the words (w0, w1)
+             * of each channel and (w2, w2) of the pair, extended and doubled (2w fits 16 bits) */
+            for (ky = 0; ky < 3; ky++)
             {
-                const uint32_t wv = pockmcu_dw3_gather(filter_data + s * ch + c, nc);
-                const uint32_t e02 = pockmcu_sxtb16(wv), e13 = pockmcu_sxtb16_ror8(wv);
-                w02[s] = pockmcu_sadd16(e02, e02);
-                w13[s] = pockmcu_sadd16(e13, e13);
+                const int32_t dt = tr ? 3 * ch : ch; /* taps (ky, 0), (ky, 1), (ky, 2) of the line's orientation */
+                const int8_t *f = filter_data + (tr ? ky : 3 * ky) * ch + c;
+                const uint32_t v0 = pockmcu_dw3_gather(f, nc), v1 = pockmcu_dw3_gather(f + dt, nc);
+                const uint32_t v2 = pockmcu_dw3_gather(f + 2 * dt, nc);
+                uint32_t e0 = pockmcu_sxtb16(v0), e1 = pockmcu_sxtb16(v1), e2 = pockmcu_sxtb16(v2);
+                uint32_t o0 = pockmcu_sxtb16_ror8(v0), o1 = pockmcu_sxtb16_ror8(v1), o2 = pockmcu_sxtb16_ror8(v2);
+                uint32_t *d0 = wrot + 3 * ky, *d1 = d0 + POCKMCU_DW3_BLOCK;
+                e0 = pockmcu_sadd16(e0, e0);
+                e1 = pockmcu_sadd16(e1, e1);
+                e2 = pockmcu_sadd16(e2, e2);
+                o0 = pockmcu_sadd16(o0, o0);
+                o1 = pockmcu_sadd16(o1, o1);
+                o2 = pockmcu_sadd16(o2, o2);
+                d0[0] = pockmcu_pkhbt_lsl16(e0, e1);
+                d0[1] = pockmcu_pkhbt_lsl16(o0, o1);
+                d0[2] = pockmcu_pkhbt_lsl16(e2, o2);
+                d1[0] = pockmcu_pkhtb_asr16(e1, e0);
+                d1[1] = pockmcu_pkhtb_asr16(o1, o0);
+                d1[2] = pockmcu_pkhtb_asr16(o2, e2);
             }
-            for (r = 0; r < 3; r++)
-            {
-                uint32_t *d0 = wrot + 2 * r * POCKMCU_DW3_BLOCK, *d1 = d0 + POCKMCU_DW3_BLOCK;
-                for (s = 0; s < 3; s++, d0 += 3, d1 += 3)
-                {
-                    const int32_t ky = s >= r ? s - r : s - r + 3;
-                    const int32_t t0 = tr ? ky : 3 * ky, dt = tr ? 3 : 1; /* taps (ky, 0), (ky, 1), (ky, 2) */
-                    const int32_t t1 = t0 + dt, t2 = t0 + 2 * dt;
-                    d0[0] = pockmcu_pkhbt_lsl16(w02[t0], w02[t1]);
-                    d0[1] = pockmcu_pkhbt_lsl16(w13[t0], w13[t1]);
-                    d0[2] = pockmcu_pkhbt_lsl16(w02[t2], w13[t2]);
-                    d1[0] = pockmcu_pkhtb_asr16(w02[t1], w02[t0]);
-                    d1[1] = pockmcu_pkhtb_asr16(w13[t1], w13[t0]);
-                    d1[2] = pockmcu_pkhtb_asr16(w13[t2], w02[t2]);
-                }
-            }
-            for (k = 0; k < 4; k++) /* the parameters, in each rotation's block */
+            for (k = 0; k < 4; k++) /* the parameters */
             {
                 const int32_t e = k < nc ? -shift[c + k] : 1;
-                const int32_t bk = k < nc && bias_data != NULL ? 2 * bias_data[c + k] : 0;
-                const int32_t mk = k < nc ? mult[c + k] : 0;
-                const int32_t rk = (int32_t)(((uint32_t)1 << (e - 1)) + (uint32_t)out_off * ((uint32_t)1 << e));
                 int32_t *p = (int32_t *)wrot + (k >> 1) * POCKMCU_DW3_BLOCK + (k & 1);
-                for (r = 0; r < 3; r++, p += 2 * POCKMCU_DW3_BLOCK)
+                p[POCKMCU_DW3_BIAS] = k < nc && bias_data != NULL ? 2 * bias_data[c + k] : 0;
+                p[POCKMCU_DW3_MULT] = k < nc ? mult[c + k] : 0;
+                p[POCKMCU_DW3_R] = (int32_t)(((uint32_t)1 << (e - 1)) + (uint32_t)out_off * ((uint32_t)1 << e));
+                p[POCKMCU_DW3_E] = e;
+            }
+            /* rotations 1 and 2 (filter row ky in slot (ky + r) % 3): rotation 0's rows permuted, its parameters */
+            for (h = 0; h < 2; h++)
+            {
+                const uint32_t *s0 = wrot + h * POCKMCU_DW3_BLOCK;
+                uint32_t *d1 = wrot + (2 + h) * POCKMCU_DW3_BLOCK, *d2 = wrot + (4 + h) * POCKMCU_DW3_BLOCK;
+                uint32_t u0, u1, u2, u3;
+                for (k = 0; k < 3; k++) /* rotation 1: slot k + 1 holds row k; rotation 2: slot k + 2 */
                 {
-                    p[POCKMCU_DW3_BIAS] = bk;
-                    p[POCKMCU_DW3_MULT] = mk;
-                    p[POCKMCU_DW3_R] = rk;
-                    p[POCKMCU_DW3_E] = e;
+                    const int32_t k1 = k == 2 ? 0 : k + 1, k2 = k == 0 ? 2 : k - 1;
+                    pockmcu_read_u32x2_at(s0 + 3 * k, 0, &u0, &u1);
+                    u2 = s0[3 * k + 2];
+                    d1[3 * k1] = u0;
+                    d1[3 * k1 + 1] = u1;
+                    d1[3 * k1 + 2] = u2;
+                    d2[3 * k2] = u0;
+                    d2[3 * k2 + 1] = u1;
+                    d2[3 * k2 + 2] = u2;
+                }
+                for (k = POCKMCU_DW3_BIAS; k < POCKMCU_DW3_BLOCK; k += 4) /* the parameters */
+                {
+                    pockmcu_read_u32x2_at(s0 + k + 2, 0, &u2, &u3);
+                    u0 = s0[k];
+                    u1 = s0[k + 1];
+                    d1[k] = d2[k] = u0;
+                    d1[k + 1] = d2[k + 1] = u1;
+                    d1[k + 2] = d2[k + 2] = u2;
+                    d1[k + 3] = d2[k + 3] = u3;
                 }
             }
-            slot_line[0] = slot_line[1] = slot_line[2] = INT32_MIN;
 
-            for (oy = 0; oy < lines; oy++)
+            /* the ring: input line iy in slot iy mod 3, each line extended once per group (last: the latest one) */
+            iy0 = -pad_ac;
+            r0 = pockmcu_dw3_mod3(iy0);
+            last = iy0 - 1;
+            for (oy = 0; oy < lines; oy++, iy0 += s_ac, r0 = r0 + s3 >= 3 ? r0 + s3 - 3 : r0 + s3)
             {
-                const int32_t iy0 = oy * s_ac - pad_ac;
-                const int32_t r0 = pockmcu_dw3_mod3(iy0);
                 const uint32_t *wr = wrot + r0 * 2 * POCKMCU_DW3_BLOCK;
                 int8_t *out = out_batch + oy * out_line + c;
-                int32_t iy, sl = r0;
-                /* the ring: the lines iy0 .. iy0 + 2 (slots r0, r0 + 1, r0 + 2 mod 3), each extended once per group */
-                for (iy = iy0; iy < iy0 + 3; iy++, sl = sl == 2 ? 0 : sl + 1)
+                int32_t iy = last + 1 > iy0 ? last + 1 : iy0;
+                int32_t sl = r0 + iy - iy0 >= 3 ? r0 + iy - iy0 - 3 : r0 + iy - iy0; /* (iy - iy0 <= 2) */
+                for (; iy < iy0 + 3; iy++, sl = sl == 2 ? 0 : sl + 1)
                 {
                     uint32_t *d = ring + 4 * sl;
-                    if (slot_line[sl] == iy)
-                    {
-                        continue;
-                    }
-                    slot_line[sl] = iy;
                     if (iy < 0 || iy >= in_lines)
                     {
                         int32_t j;
-                        for (j = 0; j < ncol; j++, d += 12)
+                        for (j = 0; j < nfill; j++, d += 12)
                         {
-                            d[0] = d[1] = d[2] = d[3] = 0;
+                            pockmcu_write_u32x2_at(d, 0, 0u, 0u);
+                            pockmcu_write_u32x2_at(d, 2, 0u, 0u);
                         }
-                        continue;
                     }
-                    pockmcu_dw3_fill(d,
-                                     in_batch + iy * in_line_step + (x_lo - pad_al) * in_step + c,
-                                     in_step,
-                                     ncol,
-                                     x_lo,
-                                     x_hi,
-                                     nc,
-                                     off2);
+                    else if (s_al == 2)
+                    {
+                        pockmcu_dw3_fill2(d, in_lo + iy * in_line_step, in_step, nfill, x_lo, x_hi, nc, off2);
+                    }
+                    else
+                    {
+                        pockmcu_dw3_fill1(d, in_lo + iy * in_line_step, in_step, nfill, x_lo, x_hi, nc, off2);
+                    }
                 }
+                last = iy0 + 2;
 
                 if (nc == 4)
                 {
                     if (s_al == 1 && !clamp)
                     {
-                        pockmcu_dw3_line(ring, wr, out, len, 1, out_step, lo4, hi4, 1, 0, 2);
-                        pockmcu_dw3_line(
-                            ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, len, 1, out_step, lo4, hi4, 1, 0, 2);
+                        pockmcu_dw3_line4_s1(ring, wr, out, len, 1, out_step, lo4, hi4);
                     }
                     else if (s_al == 1)
                     {
-                        pockmcu_dw3_line(ring, wr, out, len, 1, out_step, lo4, hi4, 1, 1, 2);
-                        pockmcu_dw3_line(
-                            ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, len, 1, out_step, lo4, hi4, 1, 1, 2);
+                        pockmcu_dw3_line4_s1c(ring, wr, out, len, 1, out_step, lo4, hi4);
+                    }
+                    else if (s_al == 2 && !clamp)
+                    {
+                        pockmcu_dw3_line4_s2(ring, wr, out, len, 2, out_step, lo4, hi4);
                     }
                     else if (s_al == 2)
                     {
-                        pockmcu_dw3_line(ring, wr, out, len, 2, out_step, lo4, hi4, 2, 1, 2);
-                        pockmcu_dw3_line(
-                            ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, len, 2, out_step, lo4, hi4, 2, 1, 2);
+                        pockmcu_dw3_line4_s2c(ring, wr, out, len, 2, out_step, lo4, hi4);
                     }
                     else
                     {
-                        pockmcu_dw3_line(ring, wr, out, len, s_al, out_step, lo4, hi4, 0, 1, 2);
-                        pockmcu_dw3_line(
-                            ring + 2, wr + POCKMCU_DW3_BLOCK, out + 2, len, s_al, out_step, lo4, hi4, 0, 1, 2);
+                        pockmcu_dw3_line4_any(ring, wr, out, len, s_al, out_step, lo4, hi4);
                     }
                 }
                 else
                 {
                     for (h = 0; 2 * h < nc; h++)
                     {
-                        if (nc - 2 * h >= 2)
-                        {
-                            pockmcu_dw3_line(ring + 2 * h,
-                                             wr + POCKMCU_DW3_BLOCK * h,
-                                             out + 2 * h,
-                                             len,
-                                             s_al,
-                                             out_step,
-                                             lo4,
-                                             hi4,
-                                             0,
-                                             1,
-                                             2);
-                        }
-                        else
-                        {
-                            pockmcu_dw3_line(ring + 2 * h,
-                                             wr + POCKMCU_DW3_BLOCK * h,
-                                             out + 2 * h,
-                                             len,
-                                             s_al,
-                                             out_step,
-                                             lo4,
-                                             hi4,
-                                             0,
-                                             1,
-                                             1);
-                        }
+                        pockmcu_dw3_line(ring + 2 * h,
+                                         wr + POCKMCU_DW3_BLOCK * h,
+                                         out + 2 * h,
+                                         len,
+                                         s_al,
+                                         out_step,
+                                         lo4,
+                                         hi4,
+                                         sv,
+                                         1,
+                                         nc - 2 * h >= 2 ? 2 : 1);
                     }
                 }
             }

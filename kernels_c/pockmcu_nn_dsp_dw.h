@@ -66,11 +66,12 @@ int32_t pockmcu_depthwise_conv_dsp_s8_get_buffer_size(const cmsis_nn_dw_conv_par
  *        padding (TFLM DepthwiseConvPerChannel); the bytes of arm_depthwise_conv_wrapper_s8.
  *
  * Per group of 4 channels: the input rows the windows need sign-extended once into a ring of 3 rows in
- * the scratch (input offset added, zero words for padding), the weights extended and doubled once, a row
- * of outputs with 9 taps x 4 SMLABB/SMLATT each; requantization through SMMULR and SSAT with the
- * rounding of TFLM (see the kernel file). Needs every channel's shift <= -1 and |bias| + 9 * 255 * 128 <
- * 2^30 (checked per call); otherwise, for another shape, or without the scratch, it runs
- * pockmcu_depthwise_conv_dsp_s8.
+ * the scratch as int16 pairs of neighbouring columns (input offset added, zero words for padding; at stride
+ * 2 only the even columns' pairs), the weights extended and doubled once, three output pixels of 2 channels
+ * a pass with SMLAD for two taps of a filter row and SMLABB/SMLATB for the third; requantization
+ * through SMMULR and SSAT with the rounding of TFLM (see the kernel file). Needs every channel's shift
+ * <= -1 and |bias| + 9 * 255 * 128 < 2^30 (checked per call); otherwise, for another shape, or without
+ * the scratch, it runs pockmcu_depthwise_conv_dsp_s8.
  *
  * @param[in]      ctx            Scratch: buf of at least the *_get_buffer_size bytes (any alignment);
  *                                buf NULL runs pockmcu_depthwise_conv_dsp_s8.

@@ -239,6 +239,60 @@ def make_cases(seed: int = 13, n: int = N_CASES, n_mult: int = N_MULT):
     return b"".join(blob), sizes, fast, fast3, fastm
 
 
+def make_cases_3x3(seed: int = 31, n: int = 160):
+    """Cases of the 3x3 kernel's fast loops (pockmcu_depthwise_conv_3x3_dsp_s8): channel multiplier 1, no dilation,
+    every shift <= -1 and biases within its bounds; maps 1x1 .. 9x7 (odd sizes, maps where every pixel touches the
+    padding), channels 1..37 (tails of 1 to 3), strides 1 and 2 (some 3) in either direction, VALID / SAME /
+    asymmetric padding, per-channel multipliers, clamps, input offsets -127 and 128 among others. Same blob and
+    sizes as make_cases; also returns the fast flags (all must be True)."""
+    rng = np.random.default_rng(seed)
+    blob, sizes, fast3 = [struct.pack("<i", n)], [], []
+    for i in range(n):
+        c = int(rng.integers(1, 38)) if i % 4 else int(rng.choice([1, 2, 3, 4, 5, 8, 12, 36, 37]))
+        sh, sw = (int(rng.choice([1, 2])), int(rng.choice([1, 2]))) if i % 8 else (int(rng.integers(1, 4)),
+                                                                                 int(rng.integers(1, 4)))
+        h, w = int(rng.integers(1, 10)), int(rng.integers(1, 8))
+        mode = i % 3    # 0 VALID, 1 SAME, 2 asymmetric
+        if mode == 0:
+            h, w = max(h, 3), max(w, 3)
+            pads = (0, 0)
+        elif mode == 1:
+            oh, ow = -(-h // sh), -(-w // sw)
+            pads = (max((oh - 1) * sh + 3 - h, 0) // 2, max((ow - 1) * sw + 3 - w, 0) // 2)
+        else:
+            pads = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
+        oh = (h + 2 * pads[0] - 3) // sh + 1 if mode != 1 else -(-h // sh)
+        ow = (w + 2 * pads[1] - 3) // sw + 1 if mode != 1 else -(-w // sw)
+        if mode == 2:    # the bottom / right padding may be anything up to 2: cut the output to what exists
+            oh, ow = max(oh, 1), max(ow, 1)
+            h, w = max(h, (oh - 1) * sh + 3 - 2 * pads[0]), max(w, (ow - 1) * sw + 3 - 2 * pads[1])
+        batches = 1 if rng.random() < 0.9 else 2
+        in_off = int(rng.choice([-127, 128])) if rng.random() < 0.5 else int(rng.integers(-127, 129))
+        out_off = int(rng.integers(-128, 128))
+        lo, hi = (-128, 127) if rng.random() < 0.5 else tuple(sorted(int(v) for v in rng.integers(-128, 128, 2)))
+        x = rng.integers(-128, 128, batches * h * w * c).astype(np.int8)
+        if rng.random() < 0.1:
+            x[:] = rng.choice([-128, 127])
+        wts = rng.integers(-127, 128, 9 * c).astype(np.int8)
+        if rng.random() < 0.1:
+            wts[:] = rng.choice([-128, 127])
+        bias = rng.integers(-(1 << 20), 1 << 20, c).astype(np.int32)
+        has_bias = int(rng.random() < 0.85)
+        mult = rng.integers(1 << 30, (1 << 31) - 1, c).astype(np.int64)
+        if rng.random() < 0.2:
+            mult[rng.integers(0, c)] = int(rng.choice([0, 1, (1 << 31) - 1]))
+        shift = rng.integers(-12, 0, c).astype(np.int32) if rng.random() < 0.8 else \
+            rng.integers(-20, 0, c).astype(np.int32)
+        head = [batches, h, w, c, 1, 3, 3, sh, sw, 1, 1, pads[0], pads[1], oh, ow, in_off, out_off, lo, hi, has_bias]
+        blob += [struct.pack(f"<{HEADER}i", *head), _pad4(x.tobytes()), _pad4(wts.tobytes()), bias.tobytes(),
+                 mult.astype(np.int32).tobytes(), shift.tobytes()]
+        sizes.append(batches * oh * ow * c)
+        b3 = np.abs(bias.astype(np.int64)) * has_bias + 9 * 255 * 128
+        fold = b3.max() + 3 + (129 << (-shift.astype(np.int64))) < (1 << 31)
+        fast3.append(bool(np.all((b3 < (1 << 30)) & fold)))
+    return b"".join(blob), sizes, fast3
+
+
 def check(out: bytes, sizes, where: str):
     pos = 0
     for i, n in enumerate(sizes):
@@ -284,6 +338,34 @@ def test_qemu_equals_portable(tmp_path, target):
     elf = build_program(tmp_path, target, QEMU_MAIN, KERNEL_FILES)
     out = run_program(elf, target, {"cases.bin": data}, ["out.bin"])["out.bin"]
     check(out, sizes, target)
+
+
+def test_3x3_cases_take_the_fast_loops():
+    """Every case of make_cases_3x3 meets the 3x3 kernel's conditions (its ring loops, not the general fallback)."""
+    _, sizes, fast3 = make_cases_3x3()
+    assert all(fast3) and len(sizes) >= 150
+
+
+def test_3x3_host_equals_portable(tmp_path):
+    data, sizes, _ = make_cases_3x3()
+    src = tmp_path / "dw3_host.c"
+    src.write_text(HOST_MAIN)
+    exe = tmp_path / "dw3_host"
+    subprocess.run(["gcc", "-O1", "-std=c99", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
+                    "-fno-sanitize-recover=all", f"-I{KERNELS}", str(src),
+                    *[str(KERNELS / f) for f in KERNEL_FILES], "-o", str(exe)], check=True)
+    (tmp_path / "cases.bin").write_bytes(data)
+    subprocess.run([str(exe), str(tmp_path / "cases.bin"), str(tmp_path / "out.bin")], check=True)
+    check((tmp_path / "out.bin").read_bytes(), sizes, "host (3x3 cases)")
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("target", QEMU_TARGETS)
+def test_3x3_qemu_equals_portable(tmp_path, target):
+    data, sizes, _ = make_cases_3x3()
+    elf = build_program(tmp_path, target, QEMU_MAIN, KERNEL_FILES)
+    out = run_program(elf, target, {"cases.bin": data}, ["out.bin"])["out.bin"]
+    check(out, sizes, f"{target} (3x3 cases)")
 
 
 # -- the wrapper this work added to pockmcu_simd.h (its dspdw block): SMMULR ---------------------------
