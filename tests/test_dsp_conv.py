@@ -321,8 +321,9 @@ def conv_case(rng, pointwise=False, general=False, **force):
             k = (int(rng.integers(1, 8)), int(rng.integers(1, 8)))
             stride = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
             dil = (int(rng.integers(1, 4)), int(rng.integers(1, 4))) if rng.random() < 0.4 else (1, 1)
-            eff = ((k[0] - 1) * dil[0] + 1, (k[1] - 1) * dil[1] + 1)
             hw = (int(rng.integers(1, 12)), int(rng.integers(1, 12)))
+            k, stride, dil, hw = force.get("k", k), force.get("stride", stride), force.get("dil", dil), force.get("hw", hw)
+            eff = ((k[0] - 1) * dil[0] + 1, (k[1] - 1) * dil[1] + 1)
             mode = rng.random()
             if mode < 0.3:    # VALID
                 pad, post = (0, 0), (0, 0)
@@ -340,7 +341,7 @@ def conv_case(rng, pointwise=False, general=False, **force):
         out_c = int(rng.integers(1, 68))
         in_c, out_c = force.get("in_c", in_c), force.get("out_c", out_c)
         macs = n * out_hw[0] * out_hw[1] * out_c * k[0] * k[1] * in_c
-        if macs <= 25000 and n * hw[0] * hw[1] * in_c <= 16384 and out_c * k[0] * k[1] * in_c <= 65536:
+        if macs <= force.get("max_macs", 25000) and n * hw[0] * hw[1] * in_c <= 16384 and out_c * k[0] * k[1] * in_c <= 65536:
             break
     in_off, out_off = _offsets(rng)
     mult, shift = _requant(rng, out_c, k[0] * k[1] * in_c)
@@ -379,6 +380,14 @@ def all_cases() -> list[dict]:
         cases.append(conv_case(rng, pointwise=True))
     for i in range(20):
         cases.append(conv_case(rng, pointwise=True, general=True))   # the im2col kernel on 1x1 geometry
+    # im2col fields of a small depth over many pixels (the chunked small-depth loops, depth % 4 of 0 to 3: an RGB
+    # image's first 3x3 conv is depth 27), inside the image and on every border
+    srng = np.random.default_rng(29)
+    for i in range(24):
+        in_c = (1, 2, 3, 5, 6, 7)[i % 6]
+        k = ((3, 3), (3, 3), (2, 3), (3, 1))[i % 4]
+        cases.append(conv_case(srng, in_c=in_c, out_c=int(srng.integers(1, 9)), k=k, stride=(1 + i % 2, 1 + i // 12),
+                               dil=(1, 1), hw=(int(srng.integers(6, 11)), int(srng.integers(6, 11))), max_macs=60000))
     for i in range(120):
         cases.append(fc_case(rng, per_channel=bool(i % 2)))
     for c in cases[::5]:
