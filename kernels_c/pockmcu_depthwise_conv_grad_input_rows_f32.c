@@ -166,6 +166,13 @@ POCKMCU_FAST_INLINE void dw_pixel(float out[4],
     out[3] = a3;
 }
 
+/* The columns of a row of scaled gradients: out_w, after DW_SC_LEFT zero columns for the taps left of the
+ * image and before zero columns for those right of it (input column in_w - 1 reads output column
+ * in_w - 1 + pad_w at most). */
+#define DW_SC_LEFT(k_w, dil_w, pad_w) ((k_w - 1) * dil_w > pad_w ? (k_w - 1) * dil_w - pad_w : 0)
+#define DW_SC_COLS(in_w, out_w, k_w, dil_w, pad_w)                                                                     \
+    (DW_SC_LEFT(k_w, dil_w, pad_w) + (in_w + pad_w > out_w ? in_w + pad_w : out_w))
+
 /* Taps up to which the channel-multiplier-1 path converts the filter of 4 channels once (on the stack). */
 #define POCKMCU_DW_FAST_TAPS 49
 
@@ -173,11 +180,15 @@ POCKMCU_FAST_INLINE void dw_pixel(float out[4],
  * element's sum gathered in a register over its taps in the order above (output rows, then columns,
  * ascending) from +0 and stored once: the same terms (grad_output * filter_scale) * filter in the same
  * order as the scatter, so the same bits. The filter of the 4 channels is converted to float once.
- * sc (NULL: unused): room for sc_rows = (k_h - 1) * dil_h + 1 rows of out_w x 4 floats, where each
- * product grad_output * filter_scale of the 4 channels is formed once per output element (the same
- * float each tap formed before) when the first input row reading its output row starts; an output row
- * is then read no more once sc_rows later rows are scaled, and in place, grad_output is read no later
- * than without sc (it is read earlier), so the ring lag is unchanged. */
+ * sc (NULL: unused): room for sc_rows = (k_h - 1) * dil_h + 1 rows of DW_SC_COLS columns of 4 floats:
+ * out_w columns where each product grad_output * filter_scale of the 4 channels is formed once per output
+ * element (the same float each tap formed before) when the first input row reading its output row starts,
+ * between zero columns for the taps left and right of the image. An output row is read no more once
+ * sc_rows later rows are scaled; in place, grad_output is read no later than without sc (earlier), so the
+ * ring lag is unchanged. Every input pixel then takes all k_w taps of each valid kernel row: a tap in a
+ * zero column adds +-0 (0 * a finite weight) to a sum that is never -0 (it starts at +0, and x + -x is
+ * +0), which changes no bit, so the sums are those of the valid taps in the same order.
+ * direct (sc != NULL, grad_input apart from grad_output): the sums are stored straight to grad_input. */
 static void rows_mult1(const float *go_b,
                        float *gi_b,
                        float *ring,
@@ -185,6 +196,7 @@ static void rows_mult1(const float *go_b,
                        int32_t lag,
                        float *sc,
                        int32_t sc_rows,
+                       int32_t direct,
                        const int8_t *filter,
                        const float *filter_scale,
                        int32_t c0,
@@ -204,7 +216,8 @@ static void rows_mult1(const float *go_b,
     float wf[POCKMCU_DW_FAST_TAPS * 4];
     float fs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     int32_t written = 0;
-    int32_t scaled = 0; /* output rows [0, scaled) have been scaled into sc */
+    int32_t scaled = 0;                                        /* output rows [0, scaled) have been scaled into sc */
+    const int32_t straight = direct && sc != NULL && len == 4; /* no ring: stored straight to grad_input */
     int32_t iy, ix, ky, kx, j;
 
     for (ky = 0; ky < k_h * k_w; ky++)
@@ -218,6 +231,10 @@ static void rows_mult1(const float *go_b,
     {
         fs[j] = filter_scale[c0 + j];
     }
+    if (sc != NULL && len == 4) /* the zero columns (the image columns are written before they are read) */
+    {
+        memset(sc, 0, (size_t)(sc_rows * DW_SC_COLS(in_w, out_w, k_w, dil_w, pad_w) * 4) * sizeof(float));
+    }
     for (iy = 0; iy < in_h; iy++)
     {
         float *gi = ring + (iy % rows) * in_w * len;
@@ -227,22 +244,27 @@ static void rows_mult1(const float *go_b,
             /* the scaled gradients (grad_output * filter_scale) of the output rows this input row reads, each
              * product formed once (the same float the tap loops below would form), 4 floats per column */
             const int32_t oy_end = iy + pad_h < out_h ? iy + pad_h + 1 : out_h;
+            const int32_t sw = DW_SC_COLS(in_w, out_w, k_w, dil_w, pad_w);
+            const int32_t pl = DW_SC_LEFT(k_w, dil_w, pad_w);
+            const int32_t row3 = k_w == 3 && dil_w == 1;
+            float *dst = direct ? gi_b + iy * in_w * in_c + c0 : gi;
+            const int32_t dstep = direct ? in_c : 4;
             const float *g_row[POCKMCU_DW_FAST_TAPS];
             const float *w_row[POCKMCU_DW_FAST_TAPS];
             int32_t n_rows = 0;
             for (; scaled < oy_end; scaled++)
             {
                 const float *src = go_b + scaled * out_w * in_c + c0;
-                float *dst = sc + (scaled % sc_rows) * out_w * 4;
+                float *d = sc + ((scaled % sc_rows) * sw + pl) * 4;
                 const float fs0 = fs[0], fs1 = fs[1], fs2 = fs[2], fs3 = fs[3];
-                for (ix = 0; ix < out_w; ix++, src += in_c, dst += 4)
+                for (ix = 0; ix < out_w; ix++, src += in_c, d += 4)
                 {
                     float gv[4];
                     pockmcu_ld4_f32(src, gv);
-                    dst[0] = gv[0] * fs0;
-                    dst[1] = gv[1] * fs1;
-                    dst[2] = gv[2] * fs2;
-                    dst[3] = gv[3] * fs3;
+                    d[0] = gv[0] * fs0;
+                    d[1] = gv[1] * fs1;
+                    d[2] = gv[2] * fs2;
+                    d[3] = gv[3] * fs3;
                 }
             }
             for (ky = k_h - 1; ky >= 0; ky--) /* the valid kernel rows (output rows ascending) */
@@ -250,32 +272,23 @@ static void rows_mult1(const float *go_b,
                 const int32_t oy = iy + pad_h - ky * dil_h;
                 if (oy >= 0 && oy < out_h)
                 {
-                    g_row[n_rows] = sc + (oy % sc_rows) * out_w * 4;
+                    /* column of the tap kx = k_w - 1 of input column 0 */
+                    g_row[n_rows] = sc + ((oy % sc_rows) * sw + pl + pad_w - (k_w - 1) * dil_w) * 4;
                     w_row[n_rows++] = wf + ky * k_w * 4;
                 }
             }
-            for (ix = 0; ix < in_w; ix++)
+            for (ix = 0; ix < in_w; ix++, dst += dstep)
             {
-                /* kx with 0 <= ix + pad_w - kx * dil_w < out_w, taken descending (output columns ascending) */
-                const int32_t u = ix + pad_w;
-                const int32_t v = u - out_w + 1; /* kx >= ceil(v / dil_w) */
-                const int32_t q_hi = dil_w == 1 ? u : u / dil_w;
-                const int32_t kx_hi = q_hi < k_w - 1 ? q_hi : k_w - 1;
-                const int32_t kx_lo = v <= 0 ? 0 : (dil_w == 1 ? v : (v + dil_w - 1) / dil_w);
                 float a[4];
-                dw_pixel(a,
-                         g_row,
-                         w_row,
-                         n_rows,
-                         (u - kx_hi * dil_w) * 4,
-                         kx_hi,
-                         kx_lo,
-                         dil_w * 4,
-                         k_w == 3 && dil_w == 1 && kx_lo == 0 && kx_hi == 2);
-                gi[ix * 4] = a[0];
-                gi[ix * 4 + 1] = a[1];
-                gi[ix * 4 + 2] = a[2];
-                gi[ix * 4 + 3] = a[3];
+                dw_pixel(a, g_row, w_row, n_rows, ix * 4, k_w - 1, 0, dil_w * 4, row3);
+                dst[0] = a[0];
+                dst[1] = a[1];
+                dst[2] = a[2];
+                dst[3] = a[3];
+            }
+            if (straight)
+            {
+                continue; /* nothing waits in the ring */
             }
         }
         else if (len == 4)
@@ -421,7 +434,7 @@ static void rows_mult1(const float *go_b,
             store_row(gi_b, ring, written, rows, in_w, in_c, c0, len);
         }
     }
-    for (; written < in_h; written++)
+    for (; written < in_h && !straight; written++)
     {
         store_row(gi_b, ring, written, rows, in_w, in_c, c0, len);
     }
@@ -468,9 +481,16 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_co
         return ARM_CMSIS_NN_ARG_ERROR;
     }
 
-    if (ch_mult == 1 && ctx->size / (int32_t)sizeof(float) >= (rows * in_w + sc_rows * out_w) * 4)
+    int32_t direct = 0;
+    if (ch_mult == 1 &&
+        ctx->size / (int32_t)sizeof(float) >= (rows * in_w + sc_rows * DW_SC_COLS(in_w, out_w, k_w, dil_w, pad_w)) * 4)
     {
+        const size_t n_in = (size_t)input_dims->n * (size_t)(in_h * in_w * in_c);
+        const size_t n_out = (size_t)input_dims->n * (size_t)(out_h * out_w * out_c);
         sc = ring + rows * in_w * 4;
+        /* grad_input apart from grad_output (compared as addresses, which only the in-place call shares) */
+        direct = (uintptr_t)(grad_input + n_in) <= (uintptr_t)grad_output ||
+            (uintptr_t)(grad_output + n_out) <= (uintptr_t)grad_input;
     }
     for (b = 0; b < input_dims->n; b++)
     {
@@ -487,6 +507,7 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_co
                            lag,
                            sc,
                            sc_rows,
+                           direct,
                            filter,
                            filter_scale,
                            c0,
