@@ -280,6 +280,61 @@ POCKMCU_FAST_INLINE int8_t pockmcu_clamp127(int32_t v)
 #endif
 }
 
+/* ---------------------------------------------------------------- bias gradient sums */
+#if POCKMCU_VMLA_F32
+/* (pockmcu_bias_update_s32: one VLDM per 8 gradients of a position, the 16 sums in s16-s31) */
+/* g[t] = sum over p < positions (ascending, from +0) of go[p * channels + t], t < 16 */
+POCKMCU_FAST_INLINE void pockmcu_bias_sums16(float *g, const float *go, int32_t positions, int32_t channels)
+{
+    register float a0 __asm__("s16") = 0.0f;
+    register float a1 __asm__("s17") = 0.0f;
+    register float a2 __asm__("s18") = 0.0f;
+    register float a3 __asm__("s19") = 0.0f;
+    register float a4 __asm__("s20") = 0.0f;
+    register float a5 __asm__("s21") = 0.0f;
+    register float a6 __asm__("s22") = 0.0f;
+    register float a7 __asm__("s23") = 0.0f;
+    register float a8 __asm__("s24") = 0.0f;
+    register float a9 __asm__("s25") = 0.0f;
+    register float a10 __asm__("s26") = 0.0f;
+    register float a11 __asm__("s27") = 0.0f;
+    register float a12 __asm__("s28") = 0.0f;
+    register float a13 __asm__("s29") = 0.0f;
+    register float a14 __asm__("s30") = 0.0f;
+    register float a15 __asm__("s31") = 0.0f;
+    int32_t p;
+    for (p = 0; p < positions; p++, go += channels)
+    {
+        __asm__("vldmia %8, {s0-s7}\n\t"
+                "vadd.f32 %0, %0, s0\n\t"
+                "vadd.f32 %1, %1, s1\n\t"
+                "vadd.f32 %2, %2, s2\n\t"
+                "vadd.f32 %3, %3, s3\n\t"
+                "vadd.f32 %4, %4, s4\n\t"
+                "vadd.f32 %5, %5, s5\n\t"
+                "vadd.f32 %6, %6, s6\n\t"
+                "vadd.f32 %7, %7, s7"
+                : "+t"(a0), "+t"(a1), "+t"(a2), "+t"(a3), "+t"(a4), "+t"(a5), "+t"(a6), "+t"(a7)
+                : "r"(go), "m"(*(const float(*)[8])go)
+                : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7");
+        __asm__("vldmia %8, {s0-s7}\n\t"
+                "vadd.f32 %0, %0, s0\n\t"
+                "vadd.f32 %1, %1, s1\n\t"
+                "vadd.f32 %2, %2, s2\n\t"
+                "vadd.f32 %3, %3, s3\n\t"
+                "vadd.f32 %4, %4, s4\n\t"
+                "vadd.f32 %5, %5, s5\n\t"
+                "vadd.f32 %6, %6, s6\n\t"
+                "vadd.f32 %7, %7, s7"
+                : "+t"(a8), "+t"(a9), "+t"(a10), "+t"(a11), "+t"(a12), "+t"(a13), "+t"(a14), "+t"(a15)
+                : "r"(go + 8), "m"(*(const float(*)[8])(go + 8))
+                : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7");
+    }
+    g[0] = a0, g[1] = a1, g[2] = a2, g[3] = a3, g[4] = a4, g[5] = a5, g[6] = a6, g[7] = a7;
+    g[8] = a8, g[9] = a9, g[10] = a10, g[11] = a11, g[12] = a12, g[13] = a13, g[14] = a14, g[15] = a15;
+}
+#endif
+
 /* ---------------------------------------------------------------- 1x1 convolution input gradient */
 
 /* The bits of a float with the sign dropped: 0 for +0.0f and -0.0f only. */
