@@ -166,6 +166,99 @@ POCKMCU_FAST_INLINE void dw_pixel(float out[4],
     out[3] = a3;
 }
 
+#if POCKMCU_VMLA_F32
+/* dw_pixel for 3 kernel rows of 3 taps (row3, n_rows 3), the sums stored to dst[0..3]: one statement, the sums
+ * in s28-s31 set to +0 and every product added by VMLA (rounded before its addition, as pockmcu_mla_f32), the
+ * rows and taps in dw_pixel's order. */
+POCKMCU_FAST_INLINE void dw_pixel3x3(float *dst,
+                                     const float *g0,
+                                     const float *g1,
+                                     const float *g2,
+                                     const float *w0,
+                                     const float *w1,
+                                     const float *w2)
+{
+    __asm__ volatile("vmov.f32 s28, %7\n\t"
+                     "vmov.f32 s29, %7\n\t"
+                     "vmov.f32 s30, %7\n\t"
+                     "vmov.f32 s31, %7\n\t"
+                     "vldmia %1, {s16-s27}\n\t"
+                     "vldmia %4, {s4-s15}\n\t"
+                     "vmla.f32 s28, s16, s12\n\t"
+                     "vmla.f32 s29, s17, s13\n\t"
+                     "vmla.f32 s30, s18, s14\n\t"
+                     "vmla.f32 s31, s19, s15\n\t"
+                     "vmla.f32 s28, s20, s8\n\t"
+                     "vmla.f32 s29, s21, s9\n\t"
+                     "vmla.f32 s30, s22, s10\n\t"
+                     "vmla.f32 s31, s23, s11\n\t"
+                     "vmla.f32 s28, s24, s4\n\t"
+                     "vmla.f32 s29, s25, s5\n\t"
+                     "vmla.f32 s30, s26, s6\n\t"
+                     "vmla.f32 s31, s27, s7\n\t"
+                     "vldmia %2, {s16-s27}\n\t"
+                     "vldmia %5, {s4-s15}\n\t"
+                     "vmla.f32 s28, s16, s12\n\t"
+                     "vmla.f32 s29, s17, s13\n\t"
+                     "vmla.f32 s30, s18, s14\n\t"
+                     "vmla.f32 s31, s19, s15\n\t"
+                     "vmla.f32 s28, s20, s8\n\t"
+                     "vmla.f32 s29, s21, s9\n\t"
+                     "vmla.f32 s30, s22, s10\n\t"
+                     "vmla.f32 s31, s23, s11\n\t"
+                     "vmla.f32 s28, s24, s4\n\t"
+                     "vmla.f32 s29, s25, s5\n\t"
+                     "vmla.f32 s30, s26, s6\n\t"
+                     "vmla.f32 s31, s27, s7\n\t"
+                     "vldmia %3, {s16-s27}\n\t"
+                     "vldmia %6, {s4-s15}\n\t"
+                     "vmla.f32 s28, s16, s12\n\t"
+                     "vmla.f32 s29, s17, s13\n\t"
+                     "vmla.f32 s30, s18, s14\n\t"
+                     "vmla.f32 s31, s19, s15\n\t"
+                     "vmla.f32 s28, s20, s8\n\t"
+                     "vmla.f32 s29, s21, s9\n\t"
+                     "vmla.f32 s30, s22, s10\n\t"
+                     "vmla.f32 s31, s23, s11\n\t"
+                     "vmla.f32 s28, s24, s4\n\t"
+                     "vmla.f32 s29, s25, s5\n\t"
+                     "vmla.f32 s30, s26, s6\n\t"
+                     "vmla.f32 s31, s27, s7\n\t"
+                     "vstmia %0, {s28-s31}"
+                     :
+                     : "r"(dst), "r"(g0), "r"(g1), "r"(g2), "r"(w0), "r"(w1), "r"(w2), "t"(0.0f)
+                     : "s4",
+                       "s5",
+                       "s6",
+                       "s7",
+                       "s8",
+                       "s9",
+                       "s10",
+                       "s11",
+                       "s12",
+                       "s13",
+                       "s14",
+                       "s15",
+                       "s16",
+                       "s17",
+                       "s18",
+                       "s19",
+                       "s20",
+                       "s21",
+                       "s22",
+                       "s23",
+                       "s24",
+                       "s25",
+                       "s26",
+                       "s27",
+                       "s28",
+                       "s29",
+                       "s30",
+                       "s31",
+                       "memory");
+}
+#endif
+
 /* The columns of a row of scaled gradients: out_w, after DW_SC_LEFT zero columns for the taps left of the
  * image and before zero columns for those right of it (input column in_w - 1 reads output column
  * in_w - 1 + pad_w at most). */
@@ -277,7 +370,19 @@ static void rows_mult1(const float *go_b,
                     w_row[n_rows++] = wf + ky * k_w * 4;
                 }
             }
-            for (ix = 0; ix < in_w; ix++, dst += dstep)
+            ix = 0;
+#if POCKMCU_VMLA_F32
+            if (row3 && n_rows == 3) /* 3x3 inside the image rows: a pixel's 36 taps in one statement */
+            {
+                const float *g0 = g_row[0], *g1 = g_row[1], *g2 = g_row[2];
+                const float *w0 = w_row[0], *w1 = w_row[1], *w2 = w_row[2];
+                for (; ix < in_w; ix++, dst += dstep, g0 += 4, g1 += 4, g2 += 4)
+                {
+                    dw_pixel3x3(dst, g0, g1, g2, w0, w1, w2);
+                }
+            }
+#endif
+            for (; ix < in_w; ix++, dst += dstep)
             {
                 float a[4];
                 dw_pixel(a, g_row, w_row, n_rows, ix * 4, k_w - 1, 0, dil_w * 4, row3);
