@@ -281,7 +281,8 @@ POCKMCU_FAST_INLINE void dw_pixel3x3(float *dst,
  * ring lag is unchanged. Every input pixel then takes all k_w taps of each valid kernel row: a tap in a
  * zero column adds +-0 (0 * a finite weight) to a sum that is never -0 (it starts at +0, and x + -x is
  * +0), which changes no bit, so the sums are those of the valid taps in the same order.
- * direct (sc != NULL, grad_input apart from grad_output): the sums are stored straight to grad_input. */
+ * direct (sc != NULL; grad_input apart from grad_output, or in place with the same dims, where input row iy
+ * overwrites output row iy once it is scaled): the sums are stored straight to grad_input, the ring unused. */
 static void rows_mult1(const float *go_b,
                        float *gi_b,
                        float *ring,
@@ -593,9 +594,11 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_rows_f32(const cmsis_nn_co
         const size_t n_in = (size_t)input_dims->n * (size_t)(in_h * in_w * in_c);
         const size_t n_out = (size_t)input_dims->n * (size_t)(out_h * out_w * out_c);
         sc = ring + rows * in_w * 4;
-        /* grad_input apart from grad_output (compared as addresses, which only the in-place call shares) */
+        /* grad_input apart from grad_output (compared as addresses), or in place with the same dims: input row
+         * iy is written after output rows up to iy + pad_h >= iy are scaled, and it is output row iy's memory */
         direct = (uintptr_t)(grad_input + n_in) <= (uintptr_t)grad_output ||
-            (uintptr_t)(grad_output + n_out) <= (uintptr_t)grad_input;
+            (uintptr_t)(grad_output + n_out) <= (uintptr_t)grad_input ||
+            (grad_input == grad_output && in_h == out_h && in_w == out_w);
     }
     for (b = 0; b < input_dims->n; b++)
     {
