@@ -228,6 +228,50 @@ POCKMCU_FAST_INLINE void pockmcu_f32_from_bits4(uint32_t w0, uint32_t w1, uint32
 #endif
 }
 
+/* eight floats from p (float aligned): one VLDM into s16-s23 on a core with a single-precision FPU */
+POCKMCU_FAST_INLINE void pockmcu_ld8_f32(const float *p, float v[8])
+{
+#if POCKMCU_VMLA_F32
+    register float r0 __asm__("s16");
+    register float r1 __asm__("s17");
+    register float r2 __asm__("s18");
+    register float r3 __asm__("s19");
+    register float r4 __asm__("s20");
+    register float r5 __asm__("s21");
+    register float r6 __asm__("s22");
+    register float r7 __asm__("s23");
+    __asm__("vldmia %8, {s16-s23}"
+            : "=t"(r0), "=t"(r1), "=t"(r2), "=t"(r3), "=t"(r4), "=t"(r5), "=t"(r6), "=t"(r7)
+            : "r"(p), "m"(*(const float(*)[8])p));
+    v[0] = r0, v[1] = r1, v[2] = r2, v[3] = r3, v[4] = r4, v[5] = r5, v[6] = r6, v[7] = r7;
+#else
+    int32_t k;
+    for (k = 0; k < 8; k++)
+    {
+        v[k] = p[k];
+    }
+#endif
+}
+
+/* v[0] = (float)x[0], v[1] = (float)x[1]: on a core with a single-precision FPU one VMOV of the two bytes
+ * into s24-s25 and two VCVT */
+POCKMCU_FAST_INLINE void pockmcu_cvt2_s8(const int8_t *x, float v[2])
+{
+#if POCKMCU_VMLA_F32
+    register float r0 __asm__("s24");
+    register float r1 __asm__("s25");
+    const int32_t x0 = x[0], x1 = x[1];
+    __asm__("vmov s24, s25, %2, %3\n\tvcvt.f32.s32 s24, s24\n\tvcvt.f32.s32 s25, s25"
+            : "=t"(r0), "=t"(r1)
+            : "r"(x0), "r"(x1));
+    v[0] = r0;
+    v[1] = r1;
+#else
+    v[0] = (float)x[0];
+    v[1] = (float)x[1];
+#endif
+}
+
 #if POCKMCU_VMLA_F32 && POCKMCU_HAS_DSP
 /* (float) of the signed low 16-bit lane of w */
 POCKMCU_FAST_INLINE float pockmcu_cvt_lo16(uint32_t w)
@@ -560,28 +604,27 @@ POCKMCU_GI_ROWS_ATTR void pockmcu_gi_1x1_rows8(const float *const go[8],
             }
             for (k = 0; k < n; k++, sp += 8)
             {
-                float s4[4], t4[4];
-                const int8_t *wp = wc + list[k] * w_stride;
-                const float w0 = (float)wp[0];
-                const float w1 = (float)wp[1];
-                pockmcu_ld4_f32(sp, s4);
-                a00 = pockmcu_mla_f32(a00, s4[0], w0);
-                a01 = pockmcu_mla_f32(a01, s4[0], w1);
-                a10 = pockmcu_mla_f32(a10, s4[1], w0);
-                a11 = pockmcu_mla_f32(a11, s4[1], w1);
-                a20 = pockmcu_mla_f32(a20, s4[2], w0);
-                a21 = pockmcu_mla_f32(a21, s4[2], w1);
-                a30 = pockmcu_mla_f32(a30, s4[3], w0);
-                a31 = pockmcu_mla_f32(a31, s4[3], w1);
-                pockmcu_ld4_f32_b(sp + 4, t4);
-                a40 = pockmcu_mla_f32(a40, t4[0], w0);
-                a41 = pockmcu_mla_f32(a41, t4[0], w1);
-                a50 = pockmcu_mla_f32(a50, t4[1], w0);
-                a51 = pockmcu_mla_f32(a51, t4[1], w1);
-                a60 = pockmcu_mla_f32(a60, t4[2], w0);
-                a61 = pockmcu_mla_f32(a61, t4[2], w1);
-                a70 = pockmcu_mla_f32(a70, t4[3], w0);
-                a71 = pockmcu_mla_f32(a71, t4[3], w1);
+                float s8[8], wv[2];
+                float w0, w1;
+                pockmcu_ld8_f32(sp, s8);
+                pockmcu_cvt2_s8(wc + list[k] * w_stride, wv);
+                w0 = wv[0], w1 = wv[1];
+                a00 = pockmcu_mla_f32(a00, s8[0], w0);
+                a01 = pockmcu_mla_f32(a01, s8[0], w1);
+                a10 = pockmcu_mla_f32(a10, s8[1], w0);
+                a11 = pockmcu_mla_f32(a11, s8[1], w1);
+                a20 = pockmcu_mla_f32(a20, s8[2], w0);
+                a21 = pockmcu_mla_f32(a21, s8[2], w1);
+                a30 = pockmcu_mla_f32(a30, s8[3], w0);
+                a31 = pockmcu_mla_f32(a31, s8[3], w1);
+                a40 = pockmcu_mla_f32(a40, s8[4], w0);
+                a41 = pockmcu_mla_f32(a41, s8[4], w1);
+                a50 = pockmcu_mla_f32(a50, s8[5], w0);
+                a51 = pockmcu_mla_f32(a51, s8[5], w1);
+                a60 = pockmcu_mla_f32(a60, s8[6], w0);
+                a61 = pockmcu_mla_f32(a61, s8[6], w1);
+                a70 = pockmcu_mla_f32(a70, s8[7], w0);
+                a71 = pockmcu_mla_f32(a71, s8[7], w1);
             }
             gi[0][c] = a00, gi[0][c + 1] = a01, gi[1][c] = a10, gi[1][c + 1] = a11;
             gi[2][c] = a20, gi[2][c + 1] = a21, gi[3][c] = a30, gi[3][c + 1] = a31;
