@@ -399,7 +399,8 @@ POCKMCU_FAST_INLINE uint32_t pockmcu_f32_magnitude_bits(const float *p)
  * 4 pixels: output channels in chunks of POCKMCU_GI_CHUNK, of which only those with a nonzero
  * gradient at one of the 4 pixels are visited (ReLU-masked gradients are mostly zero); register
  * block 4 pixels x 4 channels (16 accumulators, kept in gi between chunks), each weight converted
- * once per 4 pixels. Fewer pixels, or the channel tail: one pixel at a time, zero terms skipped. */
+ * once per 4 pixels, the channel tail (1 to 3) 4 pixels x 1 channel over the same list. Fewer pixels: one pixel at a
+ * time, zero terms skipped. */
 #if defined(__GNUC__) || defined(__clang__)
     #define POCKMCU_GI_ROWS_ATTR static __attribute__((noinline, unused)) /* one copy, its own registers */
 #else
@@ -494,8 +495,32 @@ POCKMCU_GI_ROWS_ATTR void pockmcu_gi_1x1_rows(const float *const go[4],
                 gi[2][c] = a20, gi[2][c + 1] = a21, gi[2][c + 2] = a22, gi[2][c + 3] = a23;
                 gi[3][c] = a30, gi[3][c + 1] = a31, gi[3][c + 2] = a32, gi[3][c + 3] = a33;
             }
+            for (; c < len; c++) /* the channel tail (1 to 3), one channel at a time over the listed channels */
+            {
+                float a0, a1, a2, a3;
+                const int8_t *wc = w + o0 * w_stride + c;
+                if (o0 == 0)
+                {
+                    a0 = a1 = a2 = a3 = 0.0f;
+                }
+                else
+                {
+                    a0 = gi[0][c], a1 = gi[1][c], a2 = gi[2][c], a3 = gi[3][c];
+                }
+                for (k = 0; k < n; k++)
+                {
+                    float sg[4];
+                    const float w0 = (float)wc[list[k] * w_stride];
+                    pockmcu_ld4_f32(sv + 4 * k, sg);
+                    a0 = pockmcu_mla_f32(a0, sg[0], w0);
+                    a1 = pockmcu_mla_f32(a1, sg[1], w0);
+                    a2 = pockmcu_mla_f32(a2, sg[2], w0);
+                    a3 = pockmcu_mla_f32(a3, sg[3], w0);
+                }
+                gi[0][c] = a0, gi[1][c] = a1, gi[2][c] = a2, gi[3][c] = a3;
+            }
         }
-        c = len - len % 4;
+        c = len;
     }
     for (int32_t p = 0; p < np; p++) /* fewer than 4 pixels, or the channel tail: one pixel at a time */
     {
