@@ -55,7 +55,7 @@ POCKMCU_FAST_INLINE uint32_t pockmcu_xorshift32_step(uint32_t x)
 
 /* pockmcu_stochastic_round(x, state): floor(clamp(x) + u), u = (xorshift32 >> 8) * 2^-24. The same
  * value by cheaper tests: |x| <= 2^30 (the common case) is one integer compare of the bits (a NaN's
- * are larger), and floor is VRINTM where the core has it (FPv5: M7, M33, M55), else the truncation
+ * are larger), and floor is VCVTM where the core has it (FPv5: M7, M33, M55), else the truncation
  * corrected by one; both give floor(t) exactly for |t| <= 2^30 + 1. */
 /* FPv4 (single precision FPU without VRINTM: Cortex-M4): floor(t) is one VCVTR under round-toward-minus-
  * infinity, FPSCR switched to that mode (fpscr_rm) and back (fpscr_rn) around it only; pockmcu_fpscr_modes
@@ -122,7 +122,11 @@ POCKMCU_FAST_INLINE int32_t pockmcu_sround_m(float x, uint32_t *state, uint32_t 
 #elif defined(__arm__) && defined(__GNUC__) && defined(__ARM_FP) && (__ARM_ARCH >= 8 || (__ARM_FP & 8) != 0)
     (void)fpscr_rm;
     (void)fpscr_rn;
-    i = (int32_t)__builtin_floorf(t);
+    {
+        float f; /* VCVTM: floor(t) as an int32 in one instruction (VRINTM and VCVT in two) */
+        __asm__("vcvtm.s32.f32 %0, %1" : "=t"(f) : "t"(t));
+        memcpy(&i, &f, sizeof i);
+    }
 #else
     (void)fpscr_rm;
     (void)fpscr_rn;
