@@ -631,29 +631,60 @@ POCKMCU_GI_ROWS_ATTR void pockmcu_gi_1x1_rows8(const float *const go[8],
                 a40 = gi[4][c], a41 = gi[4][c + 1], a50 = gi[5][c], a51 = gi[5][c + 1];
                 a60 = gi[6][c], a61 = gi[6][c + 1], a70 = gi[7][c], a71 = gi[7][c + 1];
             }
-            for (k = 0; k < n; k++, sp += 8)
+            if (n == o_end - o0) /* every channel of the chunk listed (dense gradients): weights w_stride apart */
             {
-                float s8[8], wv[2];
-                float w0, w1;
-                pockmcu_ld8_f32(sp, s8);
-                pockmcu_cvt2_s8(wc + list[k] * w_stride, wv);
-                w0 = wv[0], w1 = wv[1];
-                a00 = pockmcu_mla_f32(a00, s8[0], w0);
-                a01 = pockmcu_mla_f32(a01, s8[0], w1);
-                a10 = pockmcu_mla_f32(a10, s8[1], w0);
-                a11 = pockmcu_mla_f32(a11, s8[1], w1);
-                a20 = pockmcu_mla_f32(a20, s8[2], w0);
-                a21 = pockmcu_mla_f32(a21, s8[2], w1);
-                a30 = pockmcu_mla_f32(a30, s8[3], w0);
-                a31 = pockmcu_mla_f32(a31, s8[3], w1);
-                a40 = pockmcu_mla_f32(a40, s8[4], w0);
-                a41 = pockmcu_mla_f32(a41, s8[4], w1);
-                a50 = pockmcu_mla_f32(a50, s8[5], w0);
-                a51 = pockmcu_mla_f32(a51, s8[5], w1);
-                a60 = pockmcu_mla_f32(a60, s8[6], w0);
-                a61 = pockmcu_mla_f32(a61, s8[6], w1);
-                a70 = pockmcu_mla_f32(a70, s8[7], w0);
-                a71 = pockmcu_mla_f32(a71, s8[7], w1);
+                const int8_t *wk = wc;
+                for (k = 0; k < n; k++, sp += 8, wk += w_stride)
+                {
+                    float s8[8], wv[2];
+                    float w0, w1;
+                    pockmcu_ld8_f32(sp, s8);
+                    pockmcu_cvt2_s8(wk, wv);
+                    w0 = wv[0], w1 = wv[1];
+                    a00 = pockmcu_mla_f32(a00, s8[0], w0);
+                    a01 = pockmcu_mla_f32(a01, s8[0], w1);
+                    a10 = pockmcu_mla_f32(a10, s8[1], w0);
+                    a11 = pockmcu_mla_f32(a11, s8[1], w1);
+                    a20 = pockmcu_mla_f32(a20, s8[2], w0);
+                    a21 = pockmcu_mla_f32(a21, s8[2], w1);
+                    a30 = pockmcu_mla_f32(a30, s8[3], w0);
+                    a31 = pockmcu_mla_f32(a31, s8[3], w1);
+                    a40 = pockmcu_mla_f32(a40, s8[4], w0);
+                    a41 = pockmcu_mla_f32(a41, s8[4], w1);
+                    a50 = pockmcu_mla_f32(a50, s8[5], w0);
+                    a51 = pockmcu_mla_f32(a51, s8[5], w1);
+                    a60 = pockmcu_mla_f32(a60, s8[6], w0);
+                    a61 = pockmcu_mla_f32(a61, s8[6], w1);
+                    a70 = pockmcu_mla_f32(a70, s8[7], w0);
+                    a71 = pockmcu_mla_f32(a71, s8[7], w1);
+                }
+            }
+            else
+            {
+                for (k = 0; k < n; k++, sp += 8)
+                {
+                    float s8[8], wv[2];
+                    float w0, w1;
+                    pockmcu_ld8_f32(sp, s8);
+                    pockmcu_cvt2_s8(wc + list[k] * w_stride, wv);
+                    w0 = wv[0], w1 = wv[1];
+                    a00 = pockmcu_mla_f32(a00, s8[0], w0);
+                    a01 = pockmcu_mla_f32(a01, s8[0], w1);
+                    a10 = pockmcu_mla_f32(a10, s8[1], w0);
+                    a11 = pockmcu_mla_f32(a11, s8[1], w1);
+                    a20 = pockmcu_mla_f32(a20, s8[2], w0);
+                    a21 = pockmcu_mla_f32(a21, s8[2], w1);
+                    a30 = pockmcu_mla_f32(a30, s8[3], w0);
+                    a31 = pockmcu_mla_f32(a31, s8[3], w1);
+                    a40 = pockmcu_mla_f32(a40, s8[4], w0);
+                    a41 = pockmcu_mla_f32(a41, s8[4], w1);
+                    a50 = pockmcu_mla_f32(a50, s8[5], w0);
+                    a51 = pockmcu_mla_f32(a51, s8[5], w1);
+                    a60 = pockmcu_mla_f32(a60, s8[6], w0);
+                    a61 = pockmcu_mla_f32(a61, s8[6], w1);
+                    a70 = pockmcu_mla_f32(a70, s8[7], w0);
+                    a71 = pockmcu_mla_f32(a71, s8[7], w1);
+                }
             }
             gi[0][c] = a00, gi[0][c + 1] = a01, gi[1][c] = a10, gi[1][c + 1] = a11;
             gi[2][c] = a20, gi[2][c + 1] = a21, gi[3][c] = a30, gi[3][c + 1] = a31;
