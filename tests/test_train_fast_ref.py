@@ -26,7 +26,8 @@ KERNEL_FILES = ["pockmcu_depthwise_conv_grad_input_f32.c", "pockmcu_depthwise_co
                 "pockmcu_bias_update_s32.c", "pockmcu_bias_update_bounded_s32.c", "pockmcu_bias_saturate_s32.c",
                 "pockmcu_update_s32.c", "pockmcu_update_s8.c", "pockmcu_fully_connected_wgrad_update_s8.c",
                 "pockmcu_conv_wgrad_update_s8.c", "pockmcu_conv_wgrad_update_s8_get_buffer_size.c",
-                "pockmcu_stochastic_round.c", "pockmcu_xorshift32.c"]
+                "pockmcu_stochastic_round.c", "pockmcu_xorshift32.c",
+                "pockmcu_fully_connected_grad_input_f32.c"]
 
 WORKLOAD_C = r"""
 #include <string.h>
@@ -285,6 +286,38 @@ static void fc_case(int32_t batches, int32_t k_ch, int32_t in_f, int32_t cb, int
     case_no++;
 }
 
+/* ---- FC input gradient: grad_input zeroed, then for b, o ascending (go == 0 skipped), i innermost */
+static void fc_gi_case(int32_t batches, int32_t in_f, int32_t out_f, int32_t off, int32_t zero_pct)
+{
+    cmsis_nn_dims in_d = {batches, 1, 1, in_f}, f_d = {in_f, 1, 1, out_f};
+    fill_s8(w8, out_f * in_f);
+    fill_f(go, batches * out_f, zero_pct);
+    for (int32_t o = 0; o < out_f; o++)
+    {
+        scale[o] = 0.001f + 0.05f * (rndf() + 1.0f);
+    }
+    memset(gref, 0, (size_t)(batches * in_f) * sizeof(float));
+    for (int32_t b = 0; b < batches; b++)
+        for (int32_t o = 0; o < out_f; o++)
+        {
+            const float g = go[b * out_f + o];
+            if (g == 0.0f)
+            {
+                continue;
+            }
+            for (int32_t i = 0; i < in_f; i++)
+            {
+                float *e = &gref[b * in_f + i];
+                *e = *e + (g * scale[o]) * (float)((int32_t)w8[o * in_f + i] + off);
+            }
+        }
+    fill_f(gi, batches * in_f, 0);
+    check(pockmcu_fully_connected_grad_input_f32(&in_d, &f_d, w8, off, scale, go, gi) == 0);
+    check(memcmp(gi, gref, (size_t)(batches * in_f) * sizeof(float)) == 0);
+    emit(gi, batches * in_f * (int32_t)sizeof(float));
+    case_no++;
+}
+
 /* ---- conv weight gradient + update: pockmcu_conv_wgrad_update_s8's header loops */
 static void wgrad_case(int32_t n, int32_t ih, int32_t iw, int32_t k_ch, int32_t cin, int32_t cb, int32_t cout,
                        int32_t k, int32_t s, int32_t pad, int32_t off, int momentum, int32_t zero_pct)
@@ -418,6 +451,12 @@ int32_t bwdk_workload(uint8_t *dst, int32_t cap)
         const int32_t ih = rndi(k, k + 5), iw = rndi(k, k + 5), cout = rndi(1, 13), pad = k == 3 ? rndi(0, 1) : 0;
         const int32_t off = t % 6 == 5 ? -200 : rndi(-128, 127);
         wgrad_case(t % 7 == 6 ? 2 : 1, ih, iw, k_ch, cin, cb, cout, k, s, pad, off, t % 8 == 7, (t * 29) % 101);
+    }
+    for (int32_t t = 0; t < 16; t++)
+    {
+        const int32_t in_f = rndi(1, 70), out_f = t % 5 == 4 ? rndi(17, 24) : rndi(1, 16);
+        const int32_t off = t % 6 == 5 ? 130 : rndi(-128, 128);
+        fc_gi_case(t % 4 == 3 ? 3 : 1, in_f, out_f, off, (t * 41) % 101);
     }
     if (cap < 40)
     {
