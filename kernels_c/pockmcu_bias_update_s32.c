@@ -7,8 +7,13 @@
  * pockmcu_update_s32 with coef[o] for o ascending (int32 saturation). The
  * sums are formed in chunks of up to 16 channels (64-byte stack array).
  * accum / velocity: NULL or `channels` floats.
+ *
+ * On a core with a single-precision FPU a position's 16 (or 8) gradients of
+ * a chunk are loaded by one VLDM and added to the 16 (8) sums kept in
+ * registers: the same additions in the same order.
  */
 #include "pockmcu_nn.h"
+#include "pockmcu_train_fast.h"
 
 #define POCKMCU_BIAS_CHUNK 16
 
@@ -29,6 +34,13 @@ void pockmcu_bias_update_s32(int32_t *bias,
     {
         const int32_t len = channels - o0 < POCKMCU_BIAS_CHUNK ? channels - o0 : POCKMCU_BIAS_CHUNK;
         t = 0;
+#if POCKMCU_VMLA_F32
+        if (len == 16)
+        {
+            pockmcu_bias_sums16(g, grad_output + o0, positions, channels);
+            t = 16;
+        }
+#endif
         for (; t + 8 <= len; t += 8) /* 8 sums in registers, each over p ascending from +0 */
         {
             float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f, a4 = 0.0f, a5 = 0.0f, a6 = 0.0f, a7 = 0.0f;

@@ -302,6 +302,55 @@ POCKMCU_FAST_INLINE void wgrad_block4_dense(const wgrad_geom *q,
     }
 }
 
+/* wgrad_block4_dense for a pointwise tap reading the pixel it writes (1x1, stride 1, no padding: every position
+ * in one run) and 4 input channels, with nothing else per block: g[q * row + j] (q, j < 4) = the sum over the n
+ * positions ascending, from +0, of go[p * out_c + q] * (float)(x[p * k_ch + j] + offset), each product rounded
+ * before its addition: the same sums as wgrad_block4_dense. */
+POCKMCU_GI_ROWS_ATTR void wgrad_whole4(const float *go,
+                                       int32_t out_c,
+                                       const int8_t *x,
+                                       int32_t k_ch,
+                                       int32_t n,
+                                       int32_t off,
+                                       uint32_t off2,
+                                       float *g,
+                                       int32_t row)
+{
+    float a00 = 0.0f, a01 = 0.0f, a02 = 0.0f, a03 = 0.0f;
+    float a10 = 0.0f, a11 = 0.0f, a12 = 0.0f, a13 = 0.0f;
+    float a20 = 0.0f, a21 = 0.0f, a22 = 0.0f, a23 = 0.0f;
+    float a30 = 0.0f, a31 = 0.0f, a32 = 0.0f, a33 = 0.0f;
+    for (; n > 0; n--, go += out_c, x += k_ch)
+    {
+        float gv[4], xv[4];
+        pockmcu_ld4_f32(go, gv);
+        pockmcu_cvt4_s8(x, off, off2, xv);
+        a00 = pockmcu_mla_f32(a00, gv[0], xv[0]);
+        a01 = pockmcu_mla_f32(a01, gv[0], xv[1]);
+        a02 = pockmcu_mla_f32(a02, gv[0], xv[2]);
+        a03 = pockmcu_mla_f32(a03, gv[0], xv[3]);
+        a10 = pockmcu_mla_f32(a10, gv[1], xv[0]);
+        a11 = pockmcu_mla_f32(a11, gv[1], xv[1]);
+        a12 = pockmcu_mla_f32(a12, gv[1], xv[2]);
+        a13 = pockmcu_mla_f32(a13, gv[1], xv[3]);
+        a20 = pockmcu_mla_f32(a20, gv[2], xv[0]);
+        a21 = pockmcu_mla_f32(a21, gv[2], xv[1]);
+        a22 = pockmcu_mla_f32(a22, gv[2], xv[2]);
+        a23 = pockmcu_mla_f32(a23, gv[2], xv[3]);
+        a30 = pockmcu_mla_f32(a30, gv[3], xv[0]);
+        a31 = pockmcu_mla_f32(a31, gv[3], xv[1]);
+        a32 = pockmcu_mla_f32(a32, gv[3], xv[2]);
+        a33 = pockmcu_mla_f32(a33, gv[3], xv[3]);
+    }
+    g[0] = a00, g[1] = a01, g[2] = a02, g[3] = a03;
+    g += row;
+    g[0] = a10, g[1] = a11, g[2] = a12, g[3] = a13;
+    g += row;
+    g[0] = a20, g[1] = a21, g[2] = a22, g[3] = a23;
+    g += row;
+    g[0] = a30, g[1] = a31, g[2] = a32, g[3] = a33;
+}
+
 /* wgrad_block4_dense for the channel blocks [c, c + nc) of [c_begin, c_end), in
  * one call. */
 static void wgrad_block4_range(const wgrad_geom *q,
@@ -606,7 +655,7 @@ arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
     for (o = 0; o < out_c;)
     {
         const int32_t n_o = (rows >= 4 && o + 4 <= out_c && (k_ch >= 4 || dense)) ? 4 : 1;
-        int32_t r;
+        int32_t r, taps_done = 0;
         if (n_o == 4 && dense && k_ch < 4 && q.dil_w == 1)
         {
             const int32_t merged = k_w * k_ch;
@@ -623,8 +672,30 @@ arm_cmsis_nn_status pockmcu_conv_wgrad_update_s8(const cmsis_nn_context *ctx,
         else if (n_o == 4 && dense)
         {
             const int32_t skip = wgrad_mostly_zero(&q, grad_output, o);
+            /* (few positions: there the per-block work of wgrad_block4_dense weighs; over many, its loop is as
+             * fast or faster, e.g. on the M4) */
+            const int32_t whole = taps == 1 && q.stride_h == 1 && q.stride_w == 1 && q.pad_h == 0 && q.pad_w == 0 &&
+                q.out_h == q.in_h && q.out_w == q.in_w && q.batches * q.out_h * q.out_w <= 64;
             int32_t c;
-            for (tap = 0; tap < taps; tap++)
+            if (whole && !skip) /* pointwise: each block of 4 input channels in one run over the positions */
+            {
+                const uint32_t off2 = ((uint32_t)q.input_offset & 0xFFFFu) | ((uint32_t)q.input_offset << 16);
+                for (c = 0; c + 4 <= k_ch; c += 4)
+                {
+                    wgrad_whole4(grad_output + o,
+                                 out_c,
+                                 input + c,
+                                 k_ch,
+                                 q.batches * q.out_h * q.out_w,
+                                 q.input_offset,
+                                 off2,
+                                 g_buf + c,
+                                 k_ch);
+                }
+                wgrad_block4_range(&q, g_buf, k_ch, input, grad_output, o, c, k_ch, 1, 0, 0, 0);
+                taps_done = 1;
+            }
+            for (tap = taps_done; tap < taps; tap++)
             {
                 c = k_ch - k_ch % 4;
                 wgrad_block4_range(

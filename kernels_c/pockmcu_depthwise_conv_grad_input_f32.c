@@ -18,7 +18,9 @@
  * input element's terms are summed in a register from +0 in the same (oh, ow, i, j) order (i descending
  * gives oh ascending, then j descending gives ow ascending; one tap per (oh, ow)) and stored once, 4
  * channels at a time with their filter converted to float once: the same terms in the same order, the
- * same bits.
+ * same bits. With a stride above 1 the channel blocks of 4 are scattered instead (dw_gi_scatter4: the
+ * loops above, each product grad_output * filter_scale formed once per output element), the channel tail
+ * gathered: the same bits.
  */
 #include <string.h>
 
@@ -140,6 +142,149 @@ static void dw_gi_gather(const cmsis_nn_dw_conv_params *p,
     }
 }
 
+/* Channel multiplier 1, stride above 1 (each input element receives a few taps): channels [c0, c0 + 4) scattered
+ * in the order of the loops below (n, oh, ow, i, j ascending) into grad_input zeroed by the caller, each
+ * grad_output * filter_scale formed once per output element (the same float every tap formed) and added as
+ * (g * fs) * w to the element's sum, which thus runs over the same terms in the same order from +0 as the
+ * gather; on a core with a single-precision FPU a tap is one statement (VLDM of the 4 sums and the 4 weights,
+ * 4 VMLA, VSTM). */
+static void dw_gi_scatter4(const cmsis_nn_dw_conv_params *p,
+                           const cmsis_nn_dims *input_dims,
+                           const cmsis_nn_dims *filter_dims,
+                           const int8_t *filter,
+                           const float *filter_scale,
+                           const cmsis_nn_dims *output_dims,
+                           const float *grad_output,
+                           float *grad_input,
+                           int32_t c0)
+{
+    const int32_t in_h = input_dims->h, in_w = input_dims->w, in_c = input_dims->c;
+    const int32_t k_h = filter_dims->h, k_w = filter_dims->w;
+    const int32_t out_h = output_dims->h, out_w = output_dims->w;
+    const int32_t s_h = p->stride.h, s_w = p->stride.w, d_h = p->dilation.h, d_w = p->dilation.w;
+    const float fs0 = filter_scale[c0], fs1 = filter_scale[c0 + 1], fs2 = filter_scale[c0 + 2],
+                fs3 = filter_scale[c0 + 3];
+    float wf[DW_GI_TAPS * 4];
+    int32_t b, oy, ox, ky, kx, t;
+
+    for (t = 0; t < k_h * k_w; t++)
+    {
+        pockmcu_cvt4_s8(filter + t * in_c + c0, 0, 0u, wf + t * 4);
+    }
+    for (b = 0; b < input_dims->n; b++)
+    {
+        const float *go = grad_output + b * out_h * out_w * in_c + c0;
+        float *gi_b = grad_input + b * in_h * in_w * in_c + c0;
+        for (oy = 0; oy < out_h; oy++)
+        {
+            for (ox = 0; ox < out_w; ox++, go += in_c)
+            {
+                const int32_t ix0 = ox * s_w - p->padding.w;
+                float gv[4];
+                /* the taps kx whose input column is inside the image */
+                int32_t kx_lo = 0, kx_hi = k_w;
+                while (kx_lo < k_w && ix0 + kx_lo * d_w < 0)
+                {
+                    kx_lo++;
+                }
+                while (kx_hi > kx_lo && ix0 + (kx_hi - 1) * d_w >= in_w)
+                {
+                    kx_hi--;
+                }
+                pockmcu_ld4_f32(go, gv);
+                {
+#if POCKMCU_VMLA_F32
+                    register float g0 __asm__("s0") = gv[0] * fs0;
+                    register float g1 __asm__("s1") = gv[1] * fs1;
+                    register float g2 __asm__("s2") = gv[2] * fs2;
+                    register float g3 __asm__("s3") = gv[3] * fs3;
+#else
+                    const float g0 = gv[0] * fs0, g1 = gv[1] * fs1, g2 = gv[2] * fs2, g3 = gv[3] * fs3;
+#endif
+                    for (ky = 0; ky < k_h; ky++)
+                    {
+                        const int32_t iy = oy * s_h - p->padding.h + ky * d_h;
+                        float *gi;
+                        const float *w;
+                        if (iy < 0 || iy >= in_h)
+                        {
+                            continue;
+                        }
+                        gi = gi_b + (iy * in_w + ix0 + kx_lo * d_w) * in_c;
+                        w = wf + (ky * k_w + kx_lo) * 4;
+#if POCKMCU_VMLA_F32
+                        if (kx_hi - kx_lo == 3) /* three taps: one statement, the 12 weights by one VLDM */
+                        {
+                            float *gi2 = gi + d_w * in_c;
+                            float *gi3 = gi2 + d_w * in_c;
+                            __asm__ volatile("vldmia %6, {s20-s31}\n\t"
+                                             "vldmia %4, {s16-s19}\n\t"
+                                             "vmla.f32 s16, %0, s20\n\t"
+                                             "vmla.f32 s17, %1, s21\n\t"
+                                             "vmla.f32 s18, %2, s22\n\t"
+                                             "vmla.f32 s19, %3, s23\n\t"
+                                             "vstmia %4, {s16-s19}\n\t"
+                                             "vldmia %5, {s16-s19}\n\t"
+                                             "vmla.f32 s16, %0, s24\n\t"
+                                             "vmla.f32 s17, %1, s25\n\t"
+                                             "vmla.f32 s18, %2, s26\n\t"
+                                             "vmla.f32 s19, %3, s27\n\t"
+                                             "vstmia %5, {s16-s19}\n\t"
+                                             "vldmia %7, {s16-s19}\n\t"
+                                             "vmla.f32 s16, %0, s28\n\t"
+                                             "vmla.f32 s17, %1, s29\n\t"
+                                             "vmla.f32 s18, %2, s30\n\t"
+                                             "vmla.f32 s19, %3, s31\n\t"
+                                             "vstmia %7, {s16-s19}"
+                                             :
+                                             : "t"(g0), "t"(g1), "t"(g2), "t"(g3), "r"(gi), "r"(gi2), "r"(w), "r"(gi3)
+                                             : "s16",
+                                               "s17",
+                                               "s18",
+                                               "s19",
+                                               "s20",
+                                               "s21",
+                                               "s22",
+                                               "s23",
+                                               "s24",
+                                               "s25",
+                                               "s26",
+                                               "s27",
+                                               "s28",
+                                               "s29",
+                                               "s30",
+                                               "s31",
+                                               "memory");
+                            continue;
+                        }
+#endif
+                        for (kx = kx_lo; kx < kx_hi; kx++, gi += d_w * in_c, w += 4)
+                        {
+#if POCKMCU_VMLA_F32
+                            __asm__ volatile("vldmia %4, {s16-s19}\n\t"
+                                             "vldmia %5, {s20-s23}\n\t"
+                                             "vmla.f32 s16, %0, s20\n\t"
+                                             "vmla.f32 s17, %1, s21\n\t"
+                                             "vmla.f32 s18, %2, s22\n\t"
+                                             "vmla.f32 s19, %3, s23\n\t"
+                                             "vstmia %4, {s16-s19}"
+                                             :
+                                             : "t"(g0), "t"(g1), "t"(g2), "t"(g3), "r"(gi), "r"(w)
+                                             : "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "memory");
+#else
+                            gi[0] = pockmcu_mla_f32(gi[0], g0, w[0]);
+                            gi[1] = pockmcu_mla_f32(gi[1], g1, w[1]);
+                            gi[2] = pockmcu_mla_f32(gi[2], g2, w[2]);
+                            gi[3] = pockmcu_mla_f32(gi[3], g3, w[3]);
+#endif
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_f32(const cmsis_nn_dw_conv_params *dw_conv_params,
                                                           const cmsis_nn_dims *input_dims,
                                                           const cmsis_nn_dims *filter_dims,
@@ -175,7 +320,24 @@ arm_cmsis_nn_status pockmcu_depthwise_conv_grad_input_f32(const cmsis_nn_dw_conv
 
     if (ch_mult == 1 && k_h * k_w <= DW_GI_TAPS && k_h >= 0 && k_w >= 0)
     {
-        for (ic = 0; ic + 4 <= in_c; ic += 4)
+        ic = 0;
+        if (stride_h > 1 || stride_w > 1) /* a few taps per input element: scattered, 4 channels at a time */
+        {
+            memset(grad_input, 0, (size_t)batches * (size_t)in_h * (size_t)in_w * (size_t)in_c * sizeof(float));
+            for (; ic + 4 <= in_c; ic += 4)
+            {
+                dw_gi_scatter4(dw_conv_params,
+                               input_dims,
+                               filter_dims,
+                               filter,
+                               filter_scale,
+                               output_dims,
+                               grad_output,
+                               grad_input,
+                               ic);
+            }
+        }
+        for (; ic + 4 <= in_c; ic += 4)
         {
             dw_gi_gather(dw_conv_params,
                          input_dims,

@@ -13,8 +13,15 @@
  * through pockmcu_update_s8 on filter[o][channel_begin + i'] with coef[o].
  * The trainable elements are therefore updated in increasing [o][i'] order.
  * ARM_CMSIS_NN_ARG_ERROR if the channel range is outside [0, in).
+ *
+ * Plain SGD (accum and velocity NULL) runs fused: each G[o][i'] (the same sum,
+ * the first term added to +0) goes straight through pockmcu_update_s8's rule,
+ * q = clamp(q + pockmcu_stochastic_round(-lr * (G * coef[o])), -127, 127),
+ * in the same [o][i'] order with the same RNG draws; one batch converts 4
+ * inputs at a time.
  */
 #include "pockmcu_nn.h"
+#include "pockmcu_train_fast.h"
 
 #define POCKMCU_FC_WGRAD_CHUNK 16
 
@@ -43,6 +50,48 @@ arm_cmsis_nn_status pockmcu_fully_connected_wgrad_update_s8(const cmsis_nn_dims 
         return ARM_CMSIS_NN_ARG_ERROR;
     }
 
+    if (accum == NULL && velocity == NULL)
+    {
+        const float neg_lr = -opt->lr;
+        const uint32_t off2 = ((uint32_t)input_offset & 0xFFFFu) | ((uint32_t)input_offset << 16);
+        const int32_t cvt4 = input_offset >= -128 && input_offset <= 128; /* x + offset exact in 16 bits */
+        uint32_t state = *rng;
+        uint32_t rm, rn;
+        pockmcu_fpscr_modes(&rm, &rn);
+        for (o = 0; o < out_f; o++)
+        {
+            const float co = coef[o];
+            int8_t *q = filter + o * in_f + channel_begin;
+            t = 0;
+            if (batches == 1)
+            {
+                const float go = grad_output[o];
+                for (; cvt4 && t + 4 <= k_ch; t += 4)
+                {
+                    float xv[4];
+                    int32_t j;
+                    pockmcu_cvt4_s8(input + t, input_offset, off2, xv);
+                    for (j = 0; j < 4; j++)
+                    {
+                        const float gt = 0.0f + go * xv[j];
+                        q[t + j] =
+                            pockmcu_clamp127((int32_t)q[t + j] + pockmcu_sround_m(neg_lr * (gt * co), &state, rm, rn));
+                    }
+                }
+            }
+            for (; t < k_ch; t++)
+            {
+                float gt = 0.0f;
+                for (b = 0; b < batches; b++)
+                {
+                    gt += grad_output[b * out_f + o] * (float)((int32_t)input[b * k_ch + t] + input_offset);
+                }
+                q[t] = pockmcu_clamp127((int32_t)q[t] + pockmcu_sround_m(neg_lr * (gt * co), &state, rm, rn));
+            }
+        }
+        *rng = state;
+        return ARM_CMSIS_NN_SUCCESS;
+    }
     for (o = 0; o < out_f; o++)
     {
         for (i0 = 0; i0 < k_ch; i0 += POCKMCU_FC_WGRAD_CHUNK)

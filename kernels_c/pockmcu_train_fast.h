@@ -55,7 +55,7 @@ POCKMCU_FAST_INLINE uint32_t pockmcu_xorshift32_step(uint32_t x)
 
 /* pockmcu_stochastic_round(x, state): floor(clamp(x) + u), u = (xorshift32 >> 8) * 2^-24. The same
  * value by cheaper tests: |x| <= 2^30 (the common case) is one integer compare of the bits (a NaN's
- * are larger), and floor is VRINTM where the core has it (FPv5: M7, M33, M55), else the truncation
+ * are larger), and floor is VCVTM where the core has it (FPv5: M7, M33, M55), else the truncation
  * corrected by one; both give floor(t) exactly for |t| <= 2^30 + 1. */
 /* FPv4 (single precision FPU without VRINTM: Cortex-M4): floor(t) is one VCVTR under round-toward-minus-
  * infinity, FPSCR switched to that mode (fpscr_rm) and back (fpscr_rn) around it only; pockmcu_fpscr_modes
@@ -122,7 +122,11 @@ POCKMCU_FAST_INLINE int32_t pockmcu_sround_m(float x, uint32_t *state, uint32_t 
 #elif defined(__arm__) && defined(__GNUC__) && defined(__ARM_FP) && (__ARM_ARCH >= 8 || (__ARM_FP & 8) != 0)
     (void)fpscr_rm;
     (void)fpscr_rn;
-    i = (int32_t)__builtin_floorf(t);
+    {
+        float f; /* VCVTM: floor(t) as an int32 in one instruction (VRINTM and VCVT in two) */
+        __asm__("vcvtm.s32.f32 %0, %1" : "=t"(f) : "t"(t));
+        memcpy(&i, &f, sizeof i);
+    }
 #else
     (void)fpscr_rm;
     (void)fpscr_rn;
@@ -228,6 +232,50 @@ POCKMCU_FAST_INLINE void pockmcu_f32_from_bits4(uint32_t w0, uint32_t w1, uint32
 #endif
 }
 
+/* eight floats from p (float aligned): one VLDM into s16-s23 on a core with a single-precision FPU */
+POCKMCU_FAST_INLINE void pockmcu_ld8_f32(const float *p, float v[8])
+{
+#if POCKMCU_VMLA_F32
+    register float r0 __asm__("s16");
+    register float r1 __asm__("s17");
+    register float r2 __asm__("s18");
+    register float r3 __asm__("s19");
+    register float r4 __asm__("s20");
+    register float r5 __asm__("s21");
+    register float r6 __asm__("s22");
+    register float r7 __asm__("s23");
+    __asm__("vldmia %8, {s16-s23}"
+            : "=t"(r0), "=t"(r1), "=t"(r2), "=t"(r3), "=t"(r4), "=t"(r5), "=t"(r6), "=t"(r7)
+            : "r"(p), "m"(*(const float(*)[8])p));
+    v[0] = r0, v[1] = r1, v[2] = r2, v[3] = r3, v[4] = r4, v[5] = r5, v[6] = r6, v[7] = r7;
+#else
+    int32_t k;
+    for (k = 0; k < 8; k++)
+    {
+        v[k] = p[k];
+    }
+#endif
+}
+
+/* v[0] = (float)x[0], v[1] = (float)x[1]: on a core with a single-precision FPU one VMOV of the two bytes
+ * into s24-s25 and two VCVT */
+POCKMCU_FAST_INLINE void pockmcu_cvt2_s8(const int8_t *x, float v[2])
+{
+#if POCKMCU_VMLA_F32
+    register float r0 __asm__("s24");
+    register float r1 __asm__("s25");
+    const int32_t x0 = x[0], x1 = x[1];
+    __asm__("vmov s24, s25, %2, %3\n\tvcvt.f32.s32 s24, s24\n\tvcvt.f32.s32 s25, s25"
+            : "=t"(r0), "=t"(r1)
+            : "r"(x0), "r"(x1));
+    v[0] = r0;
+    v[1] = r1;
+#else
+    v[0] = (float)x[0];
+    v[1] = (float)x[1];
+#endif
+}
+
 #if POCKMCU_VMLA_F32 && POCKMCU_HAS_DSP
 /* (float) of the signed low 16-bit lane of w */
 POCKMCU_FAST_INLINE float pockmcu_cvt_lo16(uint32_t w)
@@ -280,6 +328,61 @@ POCKMCU_FAST_INLINE int8_t pockmcu_clamp127(int32_t v)
 #endif
 }
 
+/* ---------------------------------------------------------------- bias gradient sums */
+#if POCKMCU_VMLA_F32
+/* (pockmcu_bias_update_s32: one VLDM per 8 gradients of a position, the 16 sums in s16-s31) */
+/* g[t] = sum over p < positions (ascending, from +0) of go[p * channels + t], t < 16 */
+POCKMCU_FAST_INLINE void pockmcu_bias_sums16(float *g, const float *go, int32_t positions, int32_t channels)
+{
+    register float a0 __asm__("s16") = 0.0f;
+    register float a1 __asm__("s17") = 0.0f;
+    register float a2 __asm__("s18") = 0.0f;
+    register float a3 __asm__("s19") = 0.0f;
+    register float a4 __asm__("s20") = 0.0f;
+    register float a5 __asm__("s21") = 0.0f;
+    register float a6 __asm__("s22") = 0.0f;
+    register float a7 __asm__("s23") = 0.0f;
+    register float a8 __asm__("s24") = 0.0f;
+    register float a9 __asm__("s25") = 0.0f;
+    register float a10 __asm__("s26") = 0.0f;
+    register float a11 __asm__("s27") = 0.0f;
+    register float a12 __asm__("s28") = 0.0f;
+    register float a13 __asm__("s29") = 0.0f;
+    register float a14 __asm__("s30") = 0.0f;
+    register float a15 __asm__("s31") = 0.0f;
+    int32_t p;
+    for (p = 0; p < positions; p++, go += channels)
+    {
+        __asm__("vldmia %8, {s0-s7}\n\t"
+                "vadd.f32 %0, %0, s0\n\t"
+                "vadd.f32 %1, %1, s1\n\t"
+                "vadd.f32 %2, %2, s2\n\t"
+                "vadd.f32 %3, %3, s3\n\t"
+                "vadd.f32 %4, %4, s4\n\t"
+                "vadd.f32 %5, %5, s5\n\t"
+                "vadd.f32 %6, %6, s6\n\t"
+                "vadd.f32 %7, %7, s7"
+                : "+t"(a0), "+t"(a1), "+t"(a2), "+t"(a3), "+t"(a4), "+t"(a5), "+t"(a6), "+t"(a7)
+                : "r"(go), "m"(*(const float(*)[8])go)
+                : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7");
+        __asm__("vldmia %8, {s0-s7}\n\t"
+                "vadd.f32 %0, %0, s0\n\t"
+                "vadd.f32 %1, %1, s1\n\t"
+                "vadd.f32 %2, %2, s2\n\t"
+                "vadd.f32 %3, %3, s3\n\t"
+                "vadd.f32 %4, %4, s4\n\t"
+                "vadd.f32 %5, %5, s5\n\t"
+                "vadd.f32 %6, %6, s6\n\t"
+                "vadd.f32 %7, %7, s7"
+                : "+t"(a8), "+t"(a9), "+t"(a10), "+t"(a11), "+t"(a12), "+t"(a13), "+t"(a14), "+t"(a15)
+                : "r"(go + 8), "m"(*(const float(*)[8])(go + 8))
+                : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7");
+    }
+    g[0] = a0, g[1] = a1, g[2] = a2, g[3] = a3, g[4] = a4, g[5] = a5, g[6] = a6, g[7] = a7;
+    g[8] = a8, g[9] = a9, g[10] = a10, g[11] = a11, g[12] = a12, g[13] = a13, g[14] = a14, g[15] = a15;
+}
+#endif
+
 /* ---------------------------------------------------------------- 1x1 convolution input gradient */
 
 /* The bits of a float with the sign dropped: 0 for +0.0f and -0.0f only. */
@@ -300,7 +403,8 @@ POCKMCU_FAST_INLINE uint32_t pockmcu_f32_magnitude_bits(const float *p)
  * 4 pixels: output channels in chunks of POCKMCU_GI_CHUNK, of which only those with a nonzero
  * gradient at one of the 4 pixels are visited (ReLU-masked gradients are mostly zero); register
  * block 4 pixels x 4 channels (16 accumulators, kept in gi between chunks), each weight converted
- * once per 4 pixels. Fewer pixels, or the channel tail: one pixel at a time, zero terms skipped. */
+ * once per 4 pixels, the channel tail (1 to 3) 4 pixels x 1 channel over the same list. Fewer pixels: one pixel at a
+ * time, zero terms skipped. */
 #if defined(__GNUC__) || defined(__clang__)
     #define POCKMCU_GI_ROWS_ATTR static __attribute__((noinline, unused)) /* one copy, its own registers */
 #else
@@ -395,8 +499,32 @@ POCKMCU_GI_ROWS_ATTR void pockmcu_gi_1x1_rows(const float *const go[4],
                 gi[2][c] = a20, gi[2][c + 1] = a21, gi[2][c + 2] = a22, gi[2][c + 3] = a23;
                 gi[3][c] = a30, gi[3][c + 1] = a31, gi[3][c + 2] = a32, gi[3][c + 3] = a33;
             }
+            for (; c < len; c++) /* the channel tail (1 to 3), one channel at a time over the listed channels */
+            {
+                float a0, a1, a2, a3;
+                const int8_t *wc = w + o0 * w_stride + c;
+                if (o0 == 0)
+                {
+                    a0 = a1 = a2 = a3 = 0.0f;
+                }
+                else
+                {
+                    a0 = gi[0][c], a1 = gi[1][c], a2 = gi[2][c], a3 = gi[3][c];
+                }
+                for (k = 0; k < n; k++)
+                {
+                    float sg[4];
+                    const float w0 = (float)wc[list[k] * w_stride];
+                    pockmcu_ld4_f32(sv + 4 * k, sg);
+                    a0 = pockmcu_mla_f32(a0, sg[0], w0);
+                    a1 = pockmcu_mla_f32(a1, sg[1], w0);
+                    a2 = pockmcu_mla_f32(a2, sg[2], w0);
+                    a3 = pockmcu_mla_f32(a3, sg[3], w0);
+                }
+                gi[0][c] = a0, gi[1][c] = a1, gi[2][c] = a2, gi[3][c] = a3;
+            }
         }
-        c = len - len % 4;
+        c = len;
     }
     for (int32_t p = 0; p < np; p++) /* fewer than 4 pixels, or the channel tail: one pixel at a time */
     {
@@ -503,30 +631,60 @@ POCKMCU_GI_ROWS_ATTR void pockmcu_gi_1x1_rows8(const float *const go[8],
                 a40 = gi[4][c], a41 = gi[4][c + 1], a50 = gi[5][c], a51 = gi[5][c + 1];
                 a60 = gi[6][c], a61 = gi[6][c + 1], a70 = gi[7][c], a71 = gi[7][c + 1];
             }
-            for (k = 0; k < n; k++, sp += 8)
+            if (n == o_end - o0) /* every channel of the chunk listed (dense gradients): weights w_stride apart */
             {
-                float s4[4], t4[4];
-                const int8_t *wp = wc + list[k] * w_stride;
-                const float w0 = (float)wp[0];
-                const float w1 = (float)wp[1];
-                pockmcu_ld4_f32(sp, s4);
-                a00 = pockmcu_mla_f32(a00, s4[0], w0);
-                a01 = pockmcu_mla_f32(a01, s4[0], w1);
-                a10 = pockmcu_mla_f32(a10, s4[1], w0);
-                a11 = pockmcu_mla_f32(a11, s4[1], w1);
-                a20 = pockmcu_mla_f32(a20, s4[2], w0);
-                a21 = pockmcu_mla_f32(a21, s4[2], w1);
-                a30 = pockmcu_mla_f32(a30, s4[3], w0);
-                a31 = pockmcu_mla_f32(a31, s4[3], w1);
-                pockmcu_ld4_f32_b(sp + 4, t4);
-                a40 = pockmcu_mla_f32(a40, t4[0], w0);
-                a41 = pockmcu_mla_f32(a41, t4[0], w1);
-                a50 = pockmcu_mla_f32(a50, t4[1], w0);
-                a51 = pockmcu_mla_f32(a51, t4[1], w1);
-                a60 = pockmcu_mla_f32(a60, t4[2], w0);
-                a61 = pockmcu_mla_f32(a61, t4[2], w1);
-                a70 = pockmcu_mla_f32(a70, t4[3], w0);
-                a71 = pockmcu_mla_f32(a71, t4[3], w1);
+                const int8_t *wk = wc;
+                for (k = 0; k < n; k++, sp += 8, wk += w_stride)
+                {
+                    float s8[8], wv[2];
+                    float w0, w1;
+                    pockmcu_ld8_f32(sp, s8);
+                    pockmcu_cvt2_s8(wk, wv);
+                    w0 = wv[0], w1 = wv[1];
+                    a00 = pockmcu_mla_f32(a00, s8[0], w0);
+                    a01 = pockmcu_mla_f32(a01, s8[0], w1);
+                    a10 = pockmcu_mla_f32(a10, s8[1], w0);
+                    a11 = pockmcu_mla_f32(a11, s8[1], w1);
+                    a20 = pockmcu_mla_f32(a20, s8[2], w0);
+                    a21 = pockmcu_mla_f32(a21, s8[2], w1);
+                    a30 = pockmcu_mla_f32(a30, s8[3], w0);
+                    a31 = pockmcu_mla_f32(a31, s8[3], w1);
+                    a40 = pockmcu_mla_f32(a40, s8[4], w0);
+                    a41 = pockmcu_mla_f32(a41, s8[4], w1);
+                    a50 = pockmcu_mla_f32(a50, s8[5], w0);
+                    a51 = pockmcu_mla_f32(a51, s8[5], w1);
+                    a60 = pockmcu_mla_f32(a60, s8[6], w0);
+                    a61 = pockmcu_mla_f32(a61, s8[6], w1);
+                    a70 = pockmcu_mla_f32(a70, s8[7], w0);
+                    a71 = pockmcu_mla_f32(a71, s8[7], w1);
+                }
+            }
+            else
+            {
+                for (k = 0; k < n; k++, sp += 8)
+                {
+                    float s8[8], wv[2];
+                    float w0, w1;
+                    pockmcu_ld8_f32(sp, s8);
+                    pockmcu_cvt2_s8(wc + list[k] * w_stride, wv);
+                    w0 = wv[0], w1 = wv[1];
+                    a00 = pockmcu_mla_f32(a00, s8[0], w0);
+                    a01 = pockmcu_mla_f32(a01, s8[0], w1);
+                    a10 = pockmcu_mla_f32(a10, s8[1], w0);
+                    a11 = pockmcu_mla_f32(a11, s8[1], w1);
+                    a20 = pockmcu_mla_f32(a20, s8[2], w0);
+                    a21 = pockmcu_mla_f32(a21, s8[2], w1);
+                    a30 = pockmcu_mla_f32(a30, s8[3], w0);
+                    a31 = pockmcu_mla_f32(a31, s8[3], w1);
+                    a40 = pockmcu_mla_f32(a40, s8[4], w0);
+                    a41 = pockmcu_mla_f32(a41, s8[4], w1);
+                    a50 = pockmcu_mla_f32(a50, s8[5], w0);
+                    a51 = pockmcu_mla_f32(a51, s8[5], w1);
+                    a60 = pockmcu_mla_f32(a60, s8[6], w0);
+                    a61 = pockmcu_mla_f32(a61, s8[6], w1);
+                    a70 = pockmcu_mla_f32(a70, s8[7], w0);
+                    a71 = pockmcu_mla_f32(a71, s8[7], w1);
+                }
             }
             gi[0][c] = a00, gi[0][c + 1] = a01, gi[1][c] = a10, gi[1][c + 1] = a11;
             gi[2][c] = a20, gi[2][c + 1] = a21, gi[3][c] = a30, gi[3][c + 1] = a31;
