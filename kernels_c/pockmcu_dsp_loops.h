@@ -951,6 +951,17 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_dot_4x1x(const uint32_t **col,
     *s3 = a3;
 }
 
+/* An empty statement after which the accumulators and the requantization constants are new values: the multiply-
+ * accumulates of a block end before its requantization starts, and the constants, spilled during the products,
+ * are reloaded once a block (GCC would else interleave the two and reload each constant for every output). No
+ * instruction; the portable build ignores it. */
+#if POCKMCU_HAS_DSP && (defined(__GNUC__) || defined(__clang__))
+    #define POCKMCU_DSP_FENCE(a0, a1, a2, a3, m, e, r)                                                                 \
+        __asm__("" : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(m), "+r"(e), "+r"(r))
+#else
+    #define POCKMCU_DSP_FENCE(a0, a1, a2, a3, m, e, r) ((void)0)
+#endif
+
 /* Every output channel of a chunk of `rows` rows (a multiple of 4: rows / 4 blocks of the 4-row column, one after
  * the other, at col) into out + r * out_c; wx: scratch for one expanded filter row. fast (a constant): q->fast and
  * not ort_rounding: doubled weights and bias, so the accumulator is 2 acc and pockmcu_dsp_out_fast's shift is
@@ -986,7 +997,7 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk_of(const uint32_t *col,
             const int32_t r = per_channel ? pockmcu_dsp_fast_round(e, q->output_offset) : q->r0;
             const int32_t bias2 = (int32_t)((uint32_t)bias << 1);
             uint32_t w0 = 0, w1 = 0, w2 = 0, w3 = 0;
-            if (kdepth == 4 || kdepth == 8)
+            if (kdepth == 4)
             {
                 pockmcu_read_u32x2_at(wx, 0, &w0, &w1);
                 if (kdepth == 8)
@@ -996,8 +1007,8 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk_of(const uint32_t *col,
             }
             do
             {
-                int32_t a0 = bias2, a1 = bias2, a2 = bias2, a3 = bias2, v0, v1, v2, v3;
-                if (kdepth == 4 || kdepth == 8)
+                int32_t a0 = bias2, a1 = bias2, a2 = bias2, a3 = bias2, v0, v1, v2, v3, mb, eb, rb;
+                if (kdepth == 4)
                 {
                     POCKMCU_DSP_STEP_4X1X(c, w0, w1, a0, a1, a2, a3);
                     if (kdepth == 8)
@@ -1009,11 +1020,15 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk_of(const uint32_t *col,
                 {
                     pockmcu_dsp_dot_4x1x(&c, wx, depth, kdepth, &a0, &a1, &a2, &a3);
                 }
+                mb = m;
+                eb = e;
+                rb = r;
+                POCKMCU_DSP_FENCE(a0, a1, a2, a3, mb, eb, rb);
                 /* pockmcu_dsp_out_fast(acc, m, r, e) with a0 = 2 acc (|acc| < 2^30: the sign is acc's) */
-                v0 = pockmcu_ssat8(pockmcu_smmlar(a0, m, r + (a0 >> 31)) >> e);
-                v1 = pockmcu_ssat8(pockmcu_smmlar(a1, m, r + (a1 >> 31)) >> e);
-                v2 = pockmcu_ssat8(pockmcu_smmlar(a2, m, r + (a2 >> 31)) >> e);
-                v3 = pockmcu_ssat8(pockmcu_smmlar(a3, m, r + (a3 >> 31)) >> e);
+                v0 = pockmcu_ssat8(pockmcu_smmlar(a0, mb, rb + (a0 >> 31)) >> eb);
+                v1 = pockmcu_ssat8(pockmcu_smmlar(a1, mb, rb + (a1 >> 31)) >> eb);
+                v2 = pockmcu_ssat8(pockmcu_smmlar(a2, mb, rb + (a2 >> 31)) >> eb);
+                v3 = pockmcu_ssat8(pockmcu_smmlar(a3, mb, rb + (a3 >> 31)) >> eb);
                 if (clamp)
                 {
                     v0 = v0 < lo ? lo : (v0 > hi ? hi : v0);
@@ -1047,33 +1062,41 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk_of(const uint32_t *col,
     }
 }
 
-/* pockmcu_dsp_chunk_of with the constants of the call: q->fast, q->clamp, and for the fast requantization the
- * depths 8, 16, 24 and 32 (MobileNetV2's pointwise inputs) as constants. */
-#define POCKMCU_DSP_CHUNK_DEPTHS(clamp)                                                                                \
-    do                                                                                                                 \
-    {                                                                                                                  \
-        if (depth == 8)                                                                                                \
-        {                                                                                                              \
-            pockmcu_dsp_chunk_of(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0, 1, clamp, 8);            \
-        }                                                                                                              \
-        else if (depth == 16)                                                                                          \
-        {                                                                                                              \
-            pockmcu_dsp_chunk_of(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0, 1, clamp, 16);           \
-        }                                                                                                              \
-        else if (depth == 24)                                                                                          \
-        {                                                                                                              \
-            pockmcu_dsp_chunk_of(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0, 1, clamp, 24);           \
-        }                                                                                                              \
-        else if (depth == 32)                                                                                          \
-        {                                                                                                              \
-            pockmcu_dsp_chunk_of(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0, 1, clamp, 32);           \
-        }                                                                                                              \
-        else                                                                                                           \
-        {                                                                                                              \
-            pockmcu_dsp_chunk_of(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0, 1, clamp, 0);            \
-        }                                                                                                              \
-    } while (0)
+#if defined(__GNUC__) || defined(__clang__)
+    #define POCKMCU_DSP_NOINLINE static __attribute__((noinline, unused))
+#else
+    #define POCKMCU_DSP_NOINLINE static inline
+#endif
 
+/* The variants of pockmcu_dsp_chunk_of, each a function of its own (not inlined: GCC allocates the registers of
+ * its loops far better alone than inside a kernel); per_channel and ort_rounding are the same at every call in a
+ * kernel, so they stay constants. */
+#define POCKMCU_DSP_CHUNK_FN(name, fast, clamp, kdepth)                                                                \
+    POCKMCU_DSP_NOINLINE void name(const uint32_t *col,                                                                \
+                                   uint32_t *wx,                                                                       \
+                                   int32_t rows,                                                                       \
+                                   const int8_t *filter,                                                               \
+                                   int32_t depth,                                                                      \
+                                   int32_t out_c,                                                                      \
+                                   const pockmcu_dsp_requant *q,                                                       \
+                                   int8_t *out,                                                                        \
+                                   const int32_t per_channel,                                                          \
+                                   const int32_t ort_rounding)                                                         \
+    {                                                                                                                  \
+        pockmcu_dsp_chunk_of(                                                                                          \
+            col, wx, rows, filter, depth, out_c, q, out, per_channel, ort_rounding, fast, clamp, kdepth);              \
+    }
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_any, 0, 0, 0)
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_fast, 1, 0, 0)
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_fast_8, 1, 0, 8)
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_fast_16, 1, 0, 16)
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_fast_24, 1, 0, 24)
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_fast_32, 1, 0, 32)
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_clamp, 1, 1, 0)
+#undef POCKMCU_DSP_CHUNK_FN
+
+/* Every output channel of a chunk (pockmcu_dsp_chunk_of) with the constants of the call: q->fast, q->clamp, and
+ * for the fast requantization without a clamp the depths 8, 16, 24 and 32 (MobileNetV2's pointwise inputs). */
 POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
                                           uint32_t *wx,
                                           int32_t rows,
@@ -1085,23 +1108,35 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
                                           const int32_t per_channel,
                                           const int32_t ort_rounding)
 {
-    if (!ort_rounding && q->fast)
+    if (ort_rounding || !q->fast)
     {
-        if (q->clamp)
-        {
-            POCKMCU_DSP_CHUNK_DEPTHS(1);
-        }
-        else
-        {
-            POCKMCU_DSP_CHUNK_DEPTHS(0);
-        }
+        pockmcu_dsp_chunk_any(col, wx, rows, filter, depth, out_c, q, out, per_channel, ort_rounding);
+    }
+    else if (q->clamp)
+    {
+        pockmcu_dsp_chunk_clamp(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+    }
+    else if (depth == 8)
+    {
+        pockmcu_dsp_chunk_fast_8(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+    }
+    else if (depth == 16)
+    {
+        pockmcu_dsp_chunk_fast_16(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+    }
+    else if (depth == 24)
+    {
+        pockmcu_dsp_chunk_fast_24(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+    }
+    else if (depth == 32)
+    {
+        pockmcu_dsp_chunk_fast_32(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
     }
     else
     {
-        pockmcu_dsp_chunk_of(col, wx, rows, filter, depth, out_c, q, out, per_channel, ort_rounding, 0, 0, 0);
+        pockmcu_dsp_chunk_fast(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
     }
 }
-#undef POCKMCU_DSP_CHUNK_DEPTHS
 
 /* `count` rows (row r from row(r)): at a small depth in chunks of pockmcu_dsp_chunk_rows rows (the last one
  * shorter, a multiple of 4), else 4 at a time; then 2, then 1; each chunk or block expanded into col and
