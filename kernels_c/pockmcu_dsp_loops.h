@@ -1103,11 +1103,26 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
                                           const int8_t *filter,
                                           int32_t depth,
                                           int32_t out_c,
-                                          const pockmcu_dsp_requant *q,
+                                          const pockmcu_dsp_requant *q_,
                                           int8_t *out,
                                           const int32_t per_channel,
                                           const int32_t ort_rounding)
 {
+    /* a copy, field by field: the kernel's own q is neither copied whole nor has its address escape into the calls
+     * (either keeps it in memory, and its fields are then reloaded in the kernel's other loops) */
+    pockmcu_dsp_requant qc;
+    const pockmcu_dsp_requant *q = &qc;
+    qc.bias = q_->bias;
+    qc.multiplier = q_->multiplier;
+    qc.shift = q_->shift;
+    qc.output_offset = q_->output_offset;
+    qc.act_min = q_->act_min;
+    qc.act_max = q_->act_max;
+    qc.fast = q_->fast;
+    qc.clamp = q_->clamp;
+    qc.m0 = q_->m0;
+    qc.e0 = q_->e0;
+    qc.r0 = q_->r0;
     if (ort_rounding || !q->fast)
     {
         pockmcu_dsp_chunk_any(col, wx, rows, filter, depth, out_c, q, out, per_channel, ort_rounding);
@@ -1138,34 +1153,11 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
     }
 }
 
-/* `count` rows (row r from row(r)): at a small depth in chunks of pockmcu_dsp_chunk_rows rows (the last one
- * shorter, a multiple of 4), else 4 at a time; then 2, then 1; each chunk or block expanded into col and
- * multiplied by every filter row; out row r at out + r * out_c. ROW_OF(r) is a statement that sets
- * `src` to the int8 values of row r (an im2col into a field of scratch, or an input row). */
-#define POCKMCU_DSP_ALL_ROWS(count, ROW_OF)                                                                            \
+/* Rows p_ onwards, 4 at a time, then 2, then 1, each block expanded into col and multiplied by every filter row;
+ * out row r at out + r * out_c. ROW_OF(r) is a statement that sets `src` to the int8 values of row r. */
+#define POCKMCU_DSP_ROWS_FROM(count, ROW_OF)                                                                           \
     do                                                                                                                 \
     {                                                                                                                  \
-        int32_t p_ = 0;                                                                                                \
-        int32_t r_;                                                                                                    \
-        const int32_t chunk_ = pockmcu_dsp_chunk_rows(depth, (count));                                                 \
-        if (chunk_ > 0)                                                                                                \
-        {                                                                                                              \
-            const int32_t block_words_ = pockmcu_dsp_col_words(depth, 4);                                              \
-            uint32_t *wx_ = col + chunk_ * pockmcu_dsp_col_words(depth, 1);                                            \
-            while (p_ + 4 <= (count))                                                                                  \
-            {                                                                                                          \
-                const int32_t n_ = (count)-p_ >= chunk_ ? chunk_ : (((count)-p_) & ~3);                                \
-                for (r_ = 0; r_ < n_; r_++)                                                                            \
-                {                                                                                                      \
-                    const int8_t *src;                                                                                 \
-                    ROW_OF(p_ + r_);                                                                                   \
-                    pockmcu_dsp_expand(src, depth, offset2, offset, 4, r_ & 3, col + (r_ >> 2) * block_words_);        \
-                }                                                                                                      \
-                pockmcu_dsp_chunk(                                                                                     \
-                    col, wx_, n_, filter_data, depth, out_c, &q, output_data + p_ * out_c, per_channel, ort_rounding); \
-                p_ += n_;                                                                                              \
-            }                                                                                                          \
-        }                                                                                                              \
         for (; p_ + 4 <= (count); p_ += 4)                                                                             \
         {                                                                                                              \
             for (r_ = 0; r_ < 4; r_++)                                                                                 \
@@ -1196,6 +1188,134 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
             pockmcu_dsp_expand(src, depth, offset2, offset, 1, 0, col);                                                \
             pockmcu_dsp_rows_1(                                                                                        \
                 col, filter_data, depth, out_c, &q, output_data + p_ * out_c, per_channel, ort_rounding);              \
+        }                                                                                                              \
+    } while (0)
+
+/* The small-depth path of POCKMCU_DSP_ALL_ROWS, rows p_ onwards: chunks of pockmcu_dsp_chunk_rows rows (the last
+ * one shorter, a multiple of 4), each expanded into col (4-row blocks one after the other) and multiplied by every
+ * filter row (pockmcu_dsp_chunk); then the last 1 to 3 rows (POCKMCU_DSP_ROWS_FROM). */
+#define POCKMCU_DSP_CHUNKS_INLINE(count, ROW_OF)                                                                       \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        const int32_t chunk_ = pockmcu_dsp_chunk_rows(depth, (count));                                                 \
+        const int32_t block_words_ = pockmcu_dsp_col_words(depth, 4);                                                  \
+        uint32_t *wx_ = col + chunk_ * pockmcu_dsp_col_words(depth, 1);                                                \
+        while (p_ + 4 <= (count))                                                                                      \
+        {                                                                                                              \
+            const int32_t n_ = (count)-p_ >= chunk_ ? chunk_ : (((count)-p_) & ~3);                                    \
+            for (r_ = 0; r_ < n_; r_++)                                                                                \
+            {                                                                                                          \
+                const int8_t *src;                                                                                     \
+                ROW_OF(p_ + r_);                                                                                       \
+                pockmcu_dsp_expand(src, depth, offset2, offset, 4, r_ & 3, col + (r_ >> 2) * block_words_);            \
+            }                                                                                                          \
+            pockmcu_dsp_chunk(                                                                                         \
+                col, wx_, n_, filter_data, depth, out_c, &q, output_data + p_ * out_c, per_channel, ort_rounding);     \
+            p_ += n_;                                                                                                  \
+        }                                                                                                              \
+        POCKMCU_DSP_ROWS_FROM(count, ROW_OF);                                                                          \
+    } while (0)
+
+/* POCKMCU_DSP_CHUNKS_INLINE for rows read from memory (row r at input + r * stride) as a function of its own: inline,
+ * its loops would change how GCC allocates the registers of the kernel's large-depth loops (and cost them up to 1%).
+ * The requantization by its fields: the kernel's own q is neither copied whole nor has its address escape (either
+ * keeps it in memory, and its fields are then reloaded in the kernel's other loops). */
+POCKMCU_DSP_NOINLINE void pockmcu_dsp_chunks_strided(const int8_t *input,
+                                                     int32_t stride,
+                                                     int32_t count,
+                                                     int32_t depth,
+                                                     uint32_t offset2,
+                                                     int32_t offset,
+                                                     uint32_t *col,
+                                                     const int8_t *filter_data,
+                                                     int32_t out_c,
+                                                     const int32_t *bias,
+                                                     const int32_t *multiplier,
+                                                     const int32_t *shift,
+                                                     int32_t output_offset,
+                                                     int32_t act_min,
+                                                     int32_t act_max,
+                                                     int32_t fast,
+                                                     int8_t *output_data,
+                                                     const int32_t per_channel,
+                                                     const int32_t ort_rounding)
+{
+    int32_t p_ = 0, r_;
+    pockmcu_dsp_requant q;
+    q.bias = bias;
+    q.multiplier = multiplier;
+    q.shift = shift;
+    q.output_offset = output_offset;
+    q.act_min = act_min;
+    q.act_max = act_max;
+    q.fast = fast;
+    q.clamp = act_min > -128 || act_max < 127;
+    pockmcu_dsp_requant_per_tensor(&q);
+#define POCKMCU_DSP_STRIDED_ROW(p) src = input + (p)*stride
+    POCKMCU_DSP_CHUNKS_INLINE(count, POCKMCU_DSP_STRIDED_ROW);
+#undef POCKMCU_DSP_STRIDED_ROW
+}
+
+/* The small-depth path of POCKMCU_DSP_ALL_ROWS by the name of its ROW_OF: the function for input rows and FC
+ * batches, inline for the im2col fields. */
+#define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_INPUT_ROW(count)                                                                \
+    pockmcu_dsp_chunks_strided(input_data,                                                                             \
+                               in_c,                                                                                   \
+                               (count),                                                                                \
+                               depth,                                                                                  \
+                               offset2,                                                                                \
+                               offset,                                                                                 \
+                               col,                                                                                    \
+                               filter_data,                                                                            \
+                               out_c,                                                                                  \
+                               q.bias,                                                                                 \
+                               q.multiplier,                                                                           \
+                               q.shift,                                                                                \
+                               q.output_offset,                                                                        \
+                               q.act_min,                                                                              \
+                               q.act_max,                                                                              \
+                               q.fast,                                                                                 \
+                               output_data,                                                                            \
+                               per_channel,                                                                            \
+                               ort_rounding)
+#define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_BATCH_ROW(count)                                                                \
+    pockmcu_dsp_chunks_strided(input_data,                                                                             \
+                               depth,                                                                                  \
+                               (count),                                                                                \
+                               depth,                                                                                  \
+                               offset2,                                                                                \
+                               offset,                                                                                 \
+                               col,                                                                                    \
+                               filter_data,                                                                            \
+                               out_c,                                                                                  \
+                               q.bias,                                                                                 \
+                               q.multiplier,                                                                           \
+                               q.shift,                                                                                \
+                               q.output_offset,                                                                        \
+                               q.act_min,                                                                              \
+                               q.act_max,                                                                              \
+                               q.fast,                                                                                 \
+                               output_data,                                                                            \
+                               per_channel,                                                                            \
+                               ort_rounding)
+#define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_FIELD_ROW(count) POCKMCU_DSP_CHUNKS_INLINE(count, POCKMCU_DSP_FIELD_ROW)
+
+/* `count` rows (row r from ROW_OF(r)): at a small depth (pockmcu_dsp_chunk_rows) the chunks of the small-depth path,
+ * else POCKMCU_DSP_ROWS_FROM; out row r at out + r * out_c. ROW_OF(r) is a statement that sets `src` to the int8
+ * values of row r (an im2col into a field of scratch, or an input row): POCKMCU_DSP_INPUT_ROW, POCKMCU_DSP_BATCH_ROW
+ * or POCKMCU_DSP_FIELD_ROW. */
+#define POCKMCU_DSP_ALL_ROWS(count, ROW_OF)                                                                            \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        int32_t p_ = 0;                                                                                                \
+        int32_t r_;                                                                                                    \
+        if (pockmcu_dsp_chunk_rows(depth, (count)) > 0)                                                                \
+        {                                                                                                              \
+            POCKMCU_DSP_CHUNKS_##ROW_OF(count);                                                                        \
+        }                                                                                                              \
+        else                                                                                                           \
+        {                                                                                                              \
+            POCKMCU_DSP_ROWS_FROM(count, ROW_OF);                                                                      \
         }                                                                                                              \
     } while (0)
 
