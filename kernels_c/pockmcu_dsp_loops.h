@@ -962,6 +962,34 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_dot_4x1x(const uint32_t **col,
     #define POCKMCU_DSP_FENCE(a0, a1, a2, a3, m, e, r) ((void)0)
 #endif
 
+/* Four outputs of one channel into four rows: *dst, then dst advances by out_c, four times (one STRB and one ADD an
+ * output, out_c in one register; GCC would keep out_c, 2 out_c, 3 out_c and sums of them in registers or on the
+ * stack). */
+#if POCKMCU_HAS_DSP && (defined(__GNUC__) || defined(__clang__))
+    #define POCKMCU_DSP_STORE_4(dst, out_c, v0, v1, v2, v3)                                                            \
+        __asm__ volatile("strb %1, [%0]\n\t"                                                                           \
+                         "add %0, %0, %5\n\t"                                                                          \
+                         "strb %2, [%0]\n\t"                                                                           \
+                         "add %0, %0, %5\n\t"                                                                          \
+                         "strb %3, [%0]\n\t"                                                                           \
+                         "add %0, %0, %5\n\t"                                                                          \
+                         "strb %4, [%0]\n\t"                                                                           \
+                         "add %0, %0, %5"                                                                              \
+                         : "+r"(dst)                                                                                   \
+                         : "r"(v0), "r"(v1), "r"(v2), "r"(v3), "r"(out_c)                                              \
+                         : "memory")
+#else
+    #define POCKMCU_DSP_STORE_4(dst, out_c, v0, v1, v2, v3)                                                            \
+        do                                                                                                             \
+        {                                                                                                              \
+            (dst)[0] = (int8_t)(v0);                                                                                   \
+            (dst)[(out_c)] = (int8_t)(v1);                                                                             \
+            (dst)[2 * (out_c)] = (int8_t)(v2);                                                                         \
+            (dst)[3 * (out_c)] = (int8_t)(v3);                                                                         \
+            (dst) += 4 * (out_c);                                                                                      \
+        } while (0)
+#endif
+
 /* Every output channel of a chunk of `rows` rows (a multiple of 4: rows / 4 blocks of the 4-row column, one after
  * the other, at col) into out + r * out_c; wx: scratch for one expanded filter row. fast (a constant): q->fast and
  * not ort_rounding: doubled weights and bias, so the accumulator is 2 acc and pockmcu_dsp_out_fast's shift is
@@ -1036,12 +1064,7 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk_of(const uint32_t *col,
                     v2 = v2 < lo ? lo : (v2 > hi ? hi : v2);
                     v3 = v3 < lo ? lo : (v3 > hi ? hi : v3);
                 }
-                dst[0] = (int8_t)v0;
-                dst[out_c] = (int8_t)v1;
-                dst += 2 * out_c;
-                dst[0] = (int8_t)v2;
-                dst[out_c] = (int8_t)v3;
-                dst += 2 * out_c;
+                POCKMCU_DSP_STORE_4(dst, out_c, v0, v1, v2, v3);
             } while (c != c_end);
         }
         else
