@@ -1025,7 +1025,7 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk_of(const uint32_t *col,
             const int32_t r = per_channel ? pockmcu_dsp_fast_round(e, q->output_offset) : q->r0;
             const int32_t bias2 = (int32_t)((uint32_t)bias << 1);
             uint32_t w0 = 0, w1 = 0, w2 = 0, w3 = 0;
-            if (kdepth == 4)
+            if (kdepth == 4 || kdepth == 8)
             {
                 pockmcu_read_u32x2_at(wx, 0, &w0, &w1);
                 if (kdepth == 8)
@@ -1036,7 +1036,7 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk_of(const uint32_t *col,
             do
             {
                 int32_t a0 = bias2, a1 = bias2, a2 = bias2, a3 = bias2, v0, v1, v2, v3, mb, eb, rb;
-                if (kdepth == 4)
+                if (kdepth == 4 || kdepth == 8)
                 {
                     POCKMCU_DSP_STEP_4X1X(c, w0, w1, a0, a1, a2, a3);
                     if (kdepth == 8)
