@@ -808,20 +808,20 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
 }
 
 /* -- Small depth (pwsmall, issue 14): channel-outer over a chunk of expanded rows -------------------------------
- * At a small depth (a pointwise convolution of 8 to 32 input channels, MobileNetV2's) the per-output work (bias,
- * requantization constants, stores) costs more than the multiply-accumulates. For up to POCKMCU_DSP_SMALL_BYTES of
- * column (a chunk of rows, a multiple of 4, pockmcu_dsp_chunk_rows) the loops turn around: per output channel its
+ * At a small depth (a pointwise convolution of up to 64 input channels, MobileNetV2's 8 to 32) the per-output work
+ * (bias, requantization constants, stores) costs more than the multiply-accumulates. For up to POCKMCU_DSP_SMALL_BYTES
+ * of column (a chunk of rows, a multiple of 4, pockmcu_dsp_chunk_rows) the loops turn around: per output channel its
  * filter row is sign-extended once into int16 words (the column's (w0, w2), (w1, w3) order; doubled for the fast
  * requantization, which then needs no shift of the accumulator) and its bias and requantization constants are set
  * once, then every 4-row block of the chunk takes 4 LDRD of the column and 1 LDRD of the weights per 4 depth values,
  * and its four outputs go straight to their rows (STRB at a stride of out_c, no staging). */
 
 /* Column bytes a chunk of the small-depth path may take (the planned scratch grows by at most this much). */
-#define POCKMCU_DSP_SMALL_BYTES 1024
+#define POCKMCU_DSP_SMALL_BYTES 2048
 
 /* Rows per chunk of the small-depth path for `count` rows of `depth` values: as many 4-row blocks as
  * POCKMCU_DSP_SMALL_BYTES of column hold (at most the count's, rounded down to 4); 0 (the row-block loops of
- * pockmcu_dsp_rows_4) when fewer than 16 rows fit or there are fewer than 16 rows. */
+ * pockmcu_dsp_rows_4) when fewer than 16 rows fit (a depth above 64) or there are fewer than 16 rows. */
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_chunk_rows(int32_t depth, int32_t count)
 {
     const int32_t row_bytes = 4 * pockmcu_dsp_col_words(depth, 1);

@@ -151,7 +151,7 @@ DSP_SCRATCH = {
 
 
 #: column bytes of a chunk of the DSP kernels' small-depth path (POCKMCU_DSP_SMALL_BYTES, pockmcu_dsp_loops.h)
-DSP_SMALL_BYTES = 1024
+DSP_SMALL_BYTES = 2048
 
 
 def dsp_column_bytes(depth: int, count: int) -> int:

@@ -1,12 +1,13 @@
 """The small-depth path of the DSP int8 GEMM loops (issue 14, kernels_c/pockmcu_dsp_loops.h pockmcu_dsp_chunk):
 the bytes of the portable kernels and numpy.
 
-At a small depth (pointwise convolutions of 1..40 input channels, small im2col fields, fully connected layers of
+At a small depth (pointwise convolutions of up to 64 input channels, small im2col fields, fully connected layers of
 many batches) the loops turn around: output channel outer, over a chunk of up to POCKMCU_DSP_SMALL_BYTES of
 expanded rows, with the weights expanded (and doubled for the fast requantization) once per channel and chunk,
 unrolled variants for the depths 8, 16, 24 and 32, and the rows that are left (a shorter last chunk, then 2 and 1
 rows) on the 4/2/1-row loops. These cases are chosen to run every part of it: row counts that are not multiples
-of 4 (odd ones too) and that span several chunks, every depth 1..40 (each of the unrolled depths several times),
+of 4 (odd ones too) and that span several chunks, every depth 1..40 (each of the unrolled depths several times)
+and a few up to 70 (past the path's last depth, 64),
 per-channel multipliers that allow the fast requantization (often) or not (extremes: the exact 64-bit one),
 activation clamps (the clamp variant), input offsets -127 and 128, output offsets at both ends, onnxruntime
 rounding. Each case's scratch (the *_get_buffer_size query) must be what pockmcu/kernel_table.py's
@@ -25,7 +26,7 @@ import numpy as np
 import pytest
 
 from pockmcu import fixedpoint as fp
-from pockmcu.kernel_table import dsp_column_bytes
+from pockmcu.kernel_table import DSP_SMALL_BYTES, dsp_column_bytes
 from tests.conftest import KERNEL_CFLAGS
 from tests.qemu_c import FIRMWARE, KERNELS
 from tests.test_dsp_conv import (
@@ -82,10 +83,10 @@ def _field(rng, in_c: int, rows_min: int) -> dict:
 def small_depth_cases() -> list[dict]:
     rng = np.random.default_rng(1414)
     cases = []
-    depths = list(range(1, 41)) + [d for d in UNROLLED for _ in range(4)]
+    depths = list(range(1, 41)) + [d for d in UNROLLED for _ in range(4)] + [48, 61, 64, 65, 70]
     for i, depth in enumerate(depths):
         words = (depth >> 2) * 2 + (depth & 3)
-        chunk = max(1024 // (4 * words) & ~3, 4)
+        chunk = max(DSP_SMALL_BYTES // (4 * words) & ~3, 4)
         rows = int(rng.integers(16, min(2 * chunk + 11, 25000 // (depth * 12), 16384 // depth)))
         rows = rows | 1 if i % 3 == 0 else rows                    # odd row counts: the 2- and 1-row tails
         c = _pointwise(rng, depth, rows, int(rng.integers(1, 13)))
