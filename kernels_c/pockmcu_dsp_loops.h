@@ -24,6 +24,8 @@
  *   so that the requantization runs with free registers. The last 1 to 3 rows run 2x2, 2x1, 1x2 and
  *   1x1 versions of the loop (one FC batch: 1x2); the depth % 4 last values are stored one per word
  *   and multiplied by SMLABB.
+ * - Small depth (up to 64 values, 16 or more rows): output channel outer over a chunk of rows (pockmcu_dsp_chunk),
+ *   see "Small depth" below.
  * - Requantization: TFLite Micro's double rounding MultiplyByQuantizedMultiplier with both roundings
  *   in one 64-bit multiply-accumulate (SMLAL; pockmcu_dsp_requantize shows why it is exact for
  *   multipliers >= 0, which is all QuantizeMultiplier produces); or onnxruntime's
@@ -1176,8 +1178,9 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
     }
 }
 
-/* Rows p_ onwards, 4 at a time, then 2, then 1, each block expanded into col and multiplied by every filter row;
- * out row r at out + r * out_c. ROW_OF(r) is a statement that sets `src` to the int8 values of row r. */
+/* Rows p_ onwards, 4 at a time (then 2, then 1: POCKMCU_DSP_ROWS_TAIL), each block expanded into col and multiplied
+ * by every filter row; out row r at out + r * out_c. ROW_OF(r) is a statement that sets `src` to the int8 values of
+ * row r. */
 #define POCKMCU_DSP_ROWS_FROM(count, ROW_OF)                                                                           \
     do                                                                                                                 \
     {                                                                                                                  \
@@ -1192,6 +1195,12 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
             pockmcu_dsp_rows_4(                                                                                        \
                 col, filter_data, depth, out_c, &q, output_data + p_ * out_c, out_c, per_channel, ort_rounding);       \
         }                                                                                                              \
+    } while (0)
+
+/* Rows p_ onwards when fewer than 4 are left: 2, then 1 (POCKMCU_DSP_ROWS_FROM). */
+#define POCKMCU_DSP_ROWS_TAIL(count, ROW_OF)                                                                           \
+    do                                                                                                                 \
+    {                                                                                                                  \
         if (p_ + 2 <= (count))                                                                                         \
         {                                                                                                              \
             for (r_ = 0; r_ < 2; r_++)                                                                                 \
@@ -1216,7 +1225,7 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
 
 /* The small-depth path of POCKMCU_DSP_ALL_ROWS, rows p_ onwards: chunks of pockmcu_dsp_chunk_rows rows (the last
  * one shorter, a multiple of 4), each expanded into col (4-row blocks one after the other) and multiplied by every
- * filter row (pockmcu_dsp_chunk); then the last 1 to 3 rows (POCKMCU_DSP_ROWS_FROM). */
+ * filter row (pockmcu_dsp_chunk); the last 1 to 3 rows are left to POCKMCU_DSP_ROWS_FROM. */
 #define POCKMCU_DSP_CHUNKS_INLINE(count, ROW_OF)                                                                       \
     do                                                                                                                 \
     {                                                                                                                  \
@@ -1236,32 +1245,32 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
                 col, wx_, n_, filter_data, depth, out_c, &q, output_data + p_ * out_c, per_channel, ort_rounding);     \
             p_ += n_;                                                                                                  \
         }                                                                                                              \
-        POCKMCU_DSP_ROWS_FROM(count, ROW_OF);                                                                          \
     } while (0)
 
-/* POCKMCU_DSP_CHUNKS_INLINE for rows read from memory (row r at input + r * stride) as a function of its own: inline,
+/* POCKMCU_DSP_CHUNKS_INLINE for rows read from memory (row r at input + r * stride) as a function of its own (returns
+ * the rows done): inline,
  * its loops would change how GCC allocates the registers of the kernel's large-depth loops (and cost them up to 1%).
  * The requantization by its fields: the kernel's own q is neither copied whole nor has its address escape (either
  * keeps it in memory, and its fields are then reloaded in the kernel's other loops). */
-POCKMCU_DSP_NOINLINE void pockmcu_dsp_chunks_strided(const int8_t *input,
-                                                     int32_t stride,
-                                                     int32_t count,
-                                                     int32_t depth,
-                                                     uint32_t offset2,
-                                                     int32_t offset,
-                                                     uint32_t *col,
-                                                     const int8_t *filter_data,
-                                                     int32_t out_c,
-                                                     const int32_t *bias,
-                                                     const int32_t *multiplier,
-                                                     const int32_t *shift,
-                                                     int32_t output_offset,
-                                                     int32_t act_min,
-                                                     int32_t act_max,
-                                                     int32_t fast,
-                                                     int8_t *output_data,
-                                                     const int32_t per_channel,
-                                                     const int32_t ort_rounding)
+POCKMCU_DSP_NOINLINE int32_t pockmcu_dsp_chunks_strided(const int8_t *input,
+                                                        int32_t stride,
+                                                        int32_t count,
+                                                        int32_t depth,
+                                                        uint32_t offset2,
+                                                        int32_t offset,
+                                                        uint32_t *col,
+                                                        const int8_t *filter_data,
+                                                        int32_t out_c,
+                                                        const int32_t *bias,
+                                                        const int32_t *multiplier,
+                                                        const int32_t *shift,
+                                                        int32_t output_offset,
+                                                        int32_t act_min,
+                                                        int32_t act_max,
+                                                        int32_t fast,
+                                                        int8_t *output_data,
+                                                        const int32_t per_channel,
+                                                        const int32_t ort_rounding)
 {
     int32_t p_ = 0, r_;
     pockmcu_dsp_requant q;
@@ -1277,62 +1286,69 @@ POCKMCU_DSP_NOINLINE void pockmcu_dsp_chunks_strided(const int8_t *input,
 #define POCKMCU_DSP_STRIDED_ROW(p) src = input + (p)*stride
     POCKMCU_DSP_CHUNKS_INLINE(count, POCKMCU_DSP_STRIDED_ROW);
 #undef POCKMCU_DSP_STRIDED_ROW
+    return p_;
 }
 
 /* The small-depth path of POCKMCU_DSP_ALL_ROWS by the name of its ROW_OF: the function for input rows and FC
  * batches, inline for the im2col fields. */
 #define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_INPUT_ROW(count)                                                                \
-    pockmcu_dsp_chunks_strided(input_data,                                                                             \
-                               in_c,                                                                                   \
-                               (count),                                                                                \
-                               depth,                                                                                  \
-                               offset2,                                                                                \
-                               offset,                                                                                 \
-                               col,                                                                                    \
-                               filter_data,                                                                            \
-                               out_c,                                                                                  \
-                               q.bias,                                                                                 \
-                               q.multiplier,                                                                           \
-                               q.shift,                                                                                \
-                               q.output_offset,                                                                        \
-                               q.act_min,                                                                              \
-                               q.act_max,                                                                              \
-                               q.fast,                                                                                 \
-                               output_data,                                                                            \
-                               per_channel,                                                                            \
-                               ort_rounding)
+    p_ = pockmcu_dsp_chunks_strided(input_data,                                                                        \
+                                    in_c,                                                                              \
+                                    (count),                                                                           \
+                                    depth,                                                                             \
+                                    offset2,                                                                           \
+                                    offset,                                                                            \
+                                    col,                                                                               \
+                                    filter_data,                                                                       \
+                                    out_c,                                                                             \
+                                    q.bias,                                                                            \
+                                    q.multiplier,                                                                      \
+                                    q.shift,                                                                           \
+                                    q.output_offset,                                                                   \
+                                    q.act_min,                                                                         \
+                                    q.act_max,                                                                         \
+                                    q.fast,                                                                            \
+                                    output_data,                                                                       \
+                                    per_channel,                                                                       \
+                                    ort_rounding)
 #define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_BATCH_ROW(count)                                                                \
-    pockmcu_dsp_chunks_strided(input_data,                                                                             \
-                               depth,                                                                                  \
-                               (count),                                                                                \
-                               depth,                                                                                  \
-                               offset2,                                                                                \
-                               offset,                                                                                 \
-                               col,                                                                                    \
-                               filter_data,                                                                            \
-                               out_c,                                                                                  \
-                               q.bias,                                                                                 \
-                               q.multiplier,                                                                           \
-                               q.shift,                                                                                \
-                               q.output_offset,                                                                        \
-                               q.act_min,                                                                              \
-                               q.act_max,                                                                              \
-                               q.fast,                                                                                 \
-                               output_data,                                                                            \
-                               per_channel,                                                                            \
-                               ort_rounding)
+    p_ = pockmcu_dsp_chunks_strided(input_data,                                                                        \
+                                    depth,                                                                             \
+                                    (count),                                                                           \
+                                    depth,                                                                             \
+                                    offset2,                                                                           \
+                                    offset,                                                                            \
+                                    col,                                                                               \
+                                    filter_data,                                                                       \
+                                    out_c,                                                                             \
+                                    q.bias,                                                                            \
+                                    q.multiplier,                                                                      \
+                                    q.shift,                                                                           \
+                                    q.output_offset,                                                                   \
+                                    q.act_min,                                                                         \
+                                    q.act_max,                                                                         \
+                                    q.fast,                                                                            \
+                                    output_data,                                                                       \
+                                    per_channel,                                                                       \
+                                    ort_rounding)
+/* Whether POCKMCU_DSP_ALL_ROWS takes the small-depth path, by the name of its ROW_OF: the convolutions do; the fully
+ * connected layers do not (16 or more batches of a small depth are rare, and the path's code would add some 10 KB
+ * to each FC kernel; pockmcu_dsp_fc_buffer_size agrees). */
+#define POCKMCU_DSP_SMALL_POCKMCU_DSP_INPUT_ROW 1
+#define POCKMCU_DSP_SMALL_POCKMCU_DSP_FIELD_ROW 1
+#define POCKMCU_DSP_SMALL_POCKMCU_DSP_BATCH_ROW 0
 #define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_FIELD_ROW(count) POCKMCU_DSP_CHUNKS_INLINE(count, POCKMCU_DSP_FIELD_ROW)
 
 /* `count` rows (row r from ROW_OF(r)): at a small depth (pockmcu_dsp_chunk_rows) the chunks of the small-depth path,
- * else POCKMCU_DSP_ROWS_FROM; out row r at out + r * out_c. ROW_OF(r) is a statement that sets `src` to the int8
- * values of row r (an im2col into a field of scratch, or an input row): POCKMCU_DSP_INPUT_ROW, POCKMCU_DSP_BATCH_ROW
- * or POCKMCU_DSP_FIELD_ROW. */
+ * else POCKMCU_DSP_ROWS_FROM, then POCKMCU_DSP_ROWS_TAIL; out row r at out + r * out_c. ROW_OF(r) is a statement that
+ * sets `src` to the int8 values of row r (an im2col into a field of scratch, or an input row): POCKMCU_DSP_INPUT_ROW,
+ * POCKMCU_DSP_BATCH_ROW or POCKMCU_DSP_FIELD_ROW. */
 #define POCKMCU_DSP_ALL_ROWS(count, ROW_OF)                                                                            \
     do                                                                                                                 \
     {                                                                                                                  \
         int32_t p_ = 0;                                                                                                \
         int32_t r_;                                                                                                    \
-        if (pockmcu_dsp_chunk_rows(depth, (count)) > 0)                                                                \
+        if (POCKMCU_DSP_SMALL_##ROW_OF && pockmcu_dsp_chunk_rows(depth, (count)) > 0)                                  \
         {                                                                                                              \
             POCKMCU_DSP_CHUNKS_##ROW_OF(count);                                                                        \
         }                                                                                                              \
@@ -1340,6 +1356,7 @@ POCKMCU_DSP_NOINLINE void pockmcu_dsp_chunks_strided(const int8_t *input,
         {                                                                                                              \
             POCKMCU_DSP_ROWS_FROM(count, ROW_OF);                                                                      \
         }                                                                                                              \
+        POCKMCU_DSP_ROWS_TAIL(count, ROW_OF);                                                                          \
     } while (0)
 
 /* The int8 receptive field of output pixel (oy, ox) in (ky, kx, c) order, k_h * k_w * in_c bytes;
@@ -1414,8 +1431,9 @@ POCKMCU_DSP_INLINE int32_t pockmcu_dsp_col_total_words(int32_t depth, int32_t co
                      : pockmcu_dsp_col_words(depth, pockmcu_dsp_block_rows(count));
 }
 
-/* Scratch bytes of the DSP convolution: the column of 4 output pixels (fewer when there are fewer), and
- * unless pointwise one int8 receptive field. */
+/* Scratch bytes of the DSP convolution: the column of 4 output pixels (fewer when there are fewer; at a small depth a
+ * chunk of pixels and one expanded filter row, pockmcu_dsp_col_total_words), and unless pointwise one int8 receptive
+ * field. */
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_conv_buffer_size(const cmsis_nn_dims *input_dims,
                                                         const cmsis_nn_dims *filter_dims,
                                                         const cmsis_nn_dims *output_dims,
@@ -1518,10 +1536,11 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_
     return ARM_CMSIS_NN_SUCCESS;
 }
 
-/* Scratch bytes of the DSP fully connected layer: the column of 4 batches (fewer when there are fewer). */
+/* Scratch bytes of the DSP fully connected layer: the column of 4 batches (fewer when there are fewer; no small-depth
+ * path, POCKMCU_DSP_SMALL_POCKMCU_DSP_BATCH_ROW). */
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_fc_buffer_size(const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims)
 {
-    return 4 * pockmcu_dsp_col_total_words(filter_dims->n, input_dims->n);
+    return 4 * pockmcu_dsp_col_words(filter_dims->n, pockmcu_dsp_block_rows(input_dims->n));
 }
 
 /* The DSP fully connected layer (per_channel, ort_rounding constants); ARM_CMSIS_NN_NO_IMPL_ERROR

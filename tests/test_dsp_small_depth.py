@@ -1,20 +1,20 @@
 """The small-depth path of the DSP int8 GEMM loops (issue 14, kernels_c/pockmcu_dsp_loops.h pockmcu_dsp_chunk):
 the bytes of the portable kernels and numpy.
 
-At a small depth (pointwise convolutions of up to 64 input channels, small im2col fields, fully connected layers of
-many batches) the loops turn around: output channel outer, over a chunk of up to POCKMCU_DSP_SMALL_BYTES of
-expanded rows, with the weights expanded (and doubled for the fast requantization) once per channel and chunk,
-unrolled variants for the depths 8, 16, 24 and 32, and the rows that are left (a shorter last chunk, then 2 and 1
-rows) on the 4/2/1-row loops. These cases are chosen to run every part of it: row counts that are not multiples
-of 4 (odd ones too) and that span several chunks, every depth 1..40 (each of the unrolled depths several times)
-and a few up to 70 (past the path's last depth, 64),
-per-channel multipliers that allow the fast requantization (often) or not (extremes: the exact 64-bit one),
-activation clamps (the clamp variant), input offsets -127 and 128, output offsets at both ends, onnxruntime
-rounding. Each case's scratch (the *_get_buffer_size query) must be what pockmcu/kernel_table.py's
-dsp_column_bytes plans and larger than the 4-row column whenever Python says the chunk path applies, so the
-C and Python rules agree and the chunk path did run. The program and checks are tests/test_dsp_conv.py's
-(DSP = portable = the fast-path loops = numpy), on the host (portable wrappers, UBSan) and in QEMU on Cortex-M4
-and M7 (the DSP instructions); host and QEMU bytes are also compared with each other.
+At a small depth (pointwise convolutions of up to 64 input channels, small im2col fields; not the fully connected
+layers, whose many-batch cases here check they keep the 4-row loops) the loops turn around: output channel outer,
+over a chunk of up to POCKMCU_DSP_SMALL_BYTES of expanded rows, with the weights expanded (and doubled for the fast
+requantization) once per channel and chunk, unrolled variants for the depths 8, 16, 24 and 32, and the rows that are
+left (a shorter last chunk, then 2 and 1 rows) on the 4/2/1-row loops. These cases are chosen to run every part of
+it: row counts that are not multiples of 4 (odd ones too) and that span several chunks, every depth 1..40 (each of
+the unrolled depths several times) and a few up to 70 (past the path's last depth, 64), per-channel multipliers that
+allow the fast requantization (often) or not (extremes: the exact 64-bit one), activation clamps (the clamp
+variant), input offsets -127 and 128, output offsets at both ends, onnxruntime rounding. Each case's scratch (the
+*_get_buffer_size query) must be what pockmcu/kernel_table.py's dsp_column_bytes plans and larger than the 4-row
+column whenever Python says the chunk path applies, so the C and Python rules agree and the chunk path did run. The
+program and checks are tests/test_dsp_conv.py's (DSP = portable = the fast-path loops = numpy), on the host
+(portable wrappers, UBSan) and in QEMU on Cortex-M4 and M7 (the DSP instructions); host and QEMU bytes are also
+compared with each other.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def _expected_scratch(c: dict) -> int:
     pointwise = c["kind"] == CONV and (c["k_h"], c["k_w"], c["stride_h"], c["stride_w"], c["pad_h"], c["pad_w"]) == (
         1, 1, 1, 1, 0, 0) and (c["out_h"], c["out_w"]) == (c["in_h"], c["in_w"]) and not c["general"]
     field = 0 if c["kind"] != CONV or pointwise else (depth + 3) // 4 * 4
-    return dsp_column_bytes(depth, rows) + field
+    return dsp_column_bytes(depth, rows, small=c["kind"] == CONV) + field
 
 
 def _check_all(cases, results, where):
@@ -137,7 +137,7 @@ def _check_all(cases, results, where):
         rows = c["n"] * c["out_h"] * c["out_w"]
         assert r["size"] == _expected_scratch(c), (where, i)
         words = (depth >> 2) * 2 + (depth & 3)
-        chunked += dsp_column_bytes(depth, rows) > 4 * 4 * words      # more than the 4-row column: chunks
+        chunked += dsp_column_bytes(depth, rows, small=c["kind"] == CONV) > 4 * 4 * words   # more than 4 rows: chunks
     assert chunked >= 0.75 * len(cases), (chunked, len(cases))   # depths up to 32 (a chunk of 16+ rows) run them
 
 
