@@ -24,6 +24,8 @@
  *   so that the requantization runs with free registers. The last 1 to 3 rows run 2x2, 2x1, 1x2 and
  *   1x1 versions of the loop (one FC batch: 1x2); the depth % 4 last values are stored one per word
  *   and multiplied by SMLABB.
+ * - Small depth (up to 64 values, 16 or more rows): output channel outer over a chunk of rows (pockmcu_dsp_chunk),
+ *   see "Small depth" below.
  * - Requantization: TFLite Micro's double rounding MultiplyByQuantizedMultiplier with both roundings
  *   in one 64-bit multiply-accumulate (SMLAL; pockmcu_dsp_requantize shows why it is exact for
  *   multipliers >= 0, which is all QuantizeMultiplier produces); or onnxruntime's
@@ -807,14 +809,381 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
     }
 }
 
-/* `count` rows (row r from row(r)), 4 at a time, then 2, then 1, each block expanded into col and
- * multiplied by every filter row; out row r at out + r * out_c. ROW_OF(r) is a statement that sets
- * `src` to the int8 values of row r (an im2col into a field of scratch, or an input row). */
-#define POCKMCU_DSP_ALL_ROWS(count, ROW_OF)                                                                            \
+/* -- Small depth (pwsmall, issue 14): channel-outer over a chunk of expanded rows -------------------------------
+ * At a small depth (a pointwise convolution of up to 64 input channels, MobileNetV2's 8 to 32) the per-output work
+ * (bias, requantization constants, stores) costs more than the multiply-accumulates. For up to POCKMCU_DSP_SMALL_BYTES
+ * of column (a chunk of rows, a multiple of 4, pockmcu_dsp_chunk_rows) the loops turn around: per output channel its
+ * filter row is sign-extended once into int16 words (the column's (w0, w2), (w1, w3) order; doubled for the fast
+ * requantization, which then needs no shift of the accumulator) and its bias and requantization constants are set
+ * once, then every 4-row block of the chunk takes 4 LDRD of the column and 1 LDRD of the weights per 4 depth values,
+ * and its four outputs go straight to their rows (STRB at a stride of out_c, no staging). */
+
+/* Column bytes a chunk of the small-depth path may take (the planned scratch grows by at most this much). */
+#define POCKMCU_DSP_SMALL_BYTES 2048
+
+/* Rows per chunk of the small-depth path for `count` rows of `depth` values: as many 4-row blocks as
+ * POCKMCU_DSP_SMALL_BYTES of column hold (at most the count's, rounded down to 4); 0 (the row-block loops of
+ * pockmcu_dsp_rows_4) when fewer than 16 rows fit (a depth above 64) or there are fewer than 16 rows. */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_chunk_rows(int32_t depth, int32_t count)
+{
+    const int32_t row_bytes = 4 * pockmcu_dsp_col_words(depth, 1);
+    int32_t rows;
+    if (depth < 1 || count < 16)
+    {
+        return 0;
+    }
+    rows = (POCKMCU_DSP_SMALL_BYTES / row_bytes) & ~3;
+    if (rows < 16)
+    {
+        return 0;
+    }
+    return rows < (count & ~3) ? rows : (count & ~3);
+}
+
+/* Filter row w (depth int8 values) as the column's words: per group of four (w0, w2), (w1, w3) in int16 lanes,
+ * then the depth % 4 last values one per word (low lane); each value doubled when `twice` (a constant). */
+POCKMCU_DSP_INLINE void pockmcu_dsp_expand_w(const int8_t *w, int32_t depth, uint32_t *dst, const int32_t twice)
+{
+    int32_t g;
+    for (g = depth >> 2; g > 0; g--)
+    {
+        const uint32_t v = pockmcu_read_s8x4_ia(&w);
+        uint32_t a = pockmcu_sxtb16(v);
+        uint32_t b = pockmcu_sxtb16_ror8(v);
+        if (twice)
+        {
+            a = pockmcu_sadd16(a, a);
+            b = pockmcu_sadd16(b, b);
+        }
+        dst[0] = a;
+        dst[1] = b;
+        dst += 2;
+    }
+    for (g = depth & 3; g > 0; g--)
+    {
+        const int32_t x = *w++;
+        *dst++ = (uint32_t)(twice ? 2 * x : x);
+    }
+}
+
+/* One group of four depth values of the 4-row column (col advances by 8 words) against the expanded weight
+ * words (w02, w13): s[r] += 4 products. */
+#define POCKMCU_DSP_STEP_4X1X(col, w02, w13, s0, s1, s2, s3)                                                           \
     do                                                                                                                 \
     {                                                                                                                  \
-        int32_t p_ = 0;                                                                                                \
-        int32_t r_;                                                                                                    \
+        uint32_t x02_, x13_;                                                                                           \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s0 = pockmcu_smlad(x02_, w02, s0);                                                                             \
+        s0 = pockmcu_smlad(x13_, w13, s0);                                                                             \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s1 = pockmcu_smlad(x02_, w02, s1);                                                                             \
+        s1 = pockmcu_smlad(x13_, w13, s1);                                                                             \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s2 = pockmcu_smlad(x02_, w02, s2);                                                                             \
+        s2 = pockmcu_smlad(x13_, w13, s2);                                                                             \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s3 = pockmcu_smlad(x02_, w02, s3);                                                                             \
+        s3 = pockmcu_smlad(x13_, w13, s3);                                                                             \
+    } while (0)
+
+/* a0..a3 += row r of the 4-row column at *col . the expanded filter row wx, r < 4; *col advances past the block.
+ * kdepth (a constant): 0, depth known at run time (8 depth values a pass, then 4, then the depth % 4 last ones);
+ * else depth itself, a multiple of 4 up to 32: unrolled, the weight words at constant offsets. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_dot_4x1x(const uint32_t **col,
+                                             const uint32_t *wx,
+                                             int32_t depth,
+                                             const int32_t kdepth,
+                                             int32_t *s0,
+                                             int32_t *s1,
+                                             int32_t *s2,
+                                             int32_t *s3)
+{
+    const uint32_t *c = *col;
+    int32_t a0 = *s0, a1 = *s1, a2 = *s2, a3 = *s3;
+    uint32_t w02, w13;
+    int32_t g;
+    if (kdepth > 0)
+    {
+/* group g of a constant depth: the weight words at the constant offset 2 g (unrolled by hand: the offset is an
+ * immediate of the instruction) */
+#define POCKMCU_DSP_KGROUP(g)                                                                                          \
+    if (4 * (g) < kdepth)                                                                                              \
+    {                                                                                                                  \
+        pockmcu_read_u32x2_at(wx, 2 * (g), &w02, &w13);                                                                \
+        POCKMCU_DSP_STEP_4X1X(c, w02, w13, a0, a1, a2, a3);                                                            \
+    }
+        POCKMCU_DSP_KGROUP(0)
+        POCKMCU_DSP_KGROUP(1)
+        POCKMCU_DSP_KGROUP(2)
+        POCKMCU_DSP_KGROUP(3)
+        POCKMCU_DSP_KGROUP(4)
+        POCKMCU_DSP_KGROUP(5)
+        POCKMCU_DSP_KGROUP(6)
+        POCKMCU_DSP_KGROUP(7)
+#undef POCKMCU_DSP_KGROUP
+    }
+    else
+    {
+        for (g = depth >> 3; g > 0; g--)
+        {
+            pockmcu_read_u32x2_ia(&wx, &w02, &w13);
+            POCKMCU_DSP_STEP_4X1X(c, w02, w13, a0, a1, a2, a3);
+            pockmcu_read_u32x2_ia(&wx, &w02, &w13);
+            POCKMCU_DSP_STEP_4X1X(c, w02, w13, a0, a1, a2, a3);
+        }
+        if (depth & 4)
+        {
+            pockmcu_read_u32x2_ia(&wx, &w02, &w13);
+            POCKMCU_DSP_STEP_4X1X(c, w02, w13, a0, a1, a2, a3);
+        }
+        for (g = depth & 3; g > 0; g--)
+        {
+            const uint32_t u = *wx++;
+            a0 = pockmcu_smlabb(c[0], u, a0);
+            a1 = pockmcu_smlabb(c[1], u, a1);
+            a2 = pockmcu_smlabb(c[2], u, a2);
+            a3 = pockmcu_smlabb(c[3], u, a3);
+            c += 4;
+        }
+    }
+    *col = c;
+    *s0 = a0;
+    *s1 = a1;
+    *s2 = a2;
+    *s3 = a3;
+}
+
+/* An empty statement after which the accumulators and the requantization constants are new values: the multiply-
+ * accumulates of a block end before its requantization starts, and the constants, spilled during the products,
+ * are reloaded once a block (GCC would else interleave the two and reload each constant for every output). No
+ * instruction; the portable build ignores it. */
+#if POCKMCU_HAS_DSP && (defined(__GNUC__) || defined(__clang__))
+    #define POCKMCU_DSP_FENCE(a0, a1, a2, a3, m, e, r)                                                                 \
+        __asm__("" : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3), "+r"(m), "+r"(e), "+r"(r))
+#else
+    #define POCKMCU_DSP_FENCE(a0, a1, a2, a3, m, e, r) ((void)0)
+#endif
+
+/* Four outputs of one channel into four rows: *dst, then dst advances by out_c, four times (one STRB and one ADD an
+ * output, out_c in one register; GCC would keep out_c, 2 out_c, 3 out_c and sums of them in registers or on the
+ * stack). */
+#if POCKMCU_HAS_DSP && (defined(__GNUC__) || defined(__clang__))
+    #define POCKMCU_DSP_STORE_4(dst, out_c, v0, v1, v2, v3)                                                            \
+        __asm__ volatile("strb %1, [%0]\n\t"                                                                           \
+                         "add %0, %0, %5\n\t"                                                                          \
+                         "strb %2, [%0]\n\t"                                                                           \
+                         "add %0, %0, %5\n\t"                                                                          \
+                         "strb %3, [%0]\n\t"                                                                           \
+                         "add %0, %0, %5\n\t"                                                                          \
+                         "strb %4, [%0]\n\t"                                                                           \
+                         "add %0, %0, %5"                                                                              \
+                         : "+r"(dst)                                                                                   \
+                         : "r"(v0), "r"(v1), "r"(v2), "r"(v3), "r"(out_c)                                              \
+                         : "memory")
+#else
+    #define POCKMCU_DSP_STORE_4(dst, out_c, v0, v1, v2, v3)                                                            \
+        do                                                                                                             \
+        {                                                                                                              \
+            (dst)[0] = (int8_t)(v0);                                                                                   \
+            (dst)[(out_c)] = (int8_t)(v1);                                                                             \
+            (dst)[2 * (out_c)] = (int8_t)(v2);                                                                         \
+            (dst)[3 * (out_c)] = (int8_t)(v3);                                                                         \
+            (dst) += 4 * (out_c);                                                                                      \
+        } while (0)
+#endif
+
+/* Every output channel of a chunk of `rows` rows (a multiple of 4: rows / 4 blocks of the 4-row column, one after
+ * the other, at col) into out + r * out_c; wx: scratch for one expanded filter row. fast (a constant): q->fast and
+ * not ort_rounding: doubled weights and bias, so the accumulator is 2 acc and pockmcu_dsp_out_fast's shift is
+ * gone; clamp (a constant): q->clamp; kdepth (a constant): 0 or depth (pockmcu_dsp_dot_4x1x); at 4 and 8 the
+ * weight words stay in registers for the whole chunk. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_chunk_of(const uint32_t *col,
+                                             uint32_t *wx,
+                                             int32_t rows,
+                                             const int8_t *filter,
+                                             int32_t depth,
+                                             int32_t out_c,
+                                             const pockmcu_dsp_requant *q,
+                                             int8_t *out,
+                                             const int32_t per_channel,
+                                             const int32_t ort_rounding,
+                                             const int32_t fast,
+                                             const int32_t clamp,
+                                             const int32_t kdepth)
+{
+    const uint32_t *c_end = col + (rows >> 2) * pockmcu_dsp_col_words(depth, 4);
+    const int32_t lo = q->act_min, hi = q->act_max;
+    int32_t o;
+    for (o = 0; o < out_c; o++)
+    {
+        const int32_t bias = pockmcu_dsp_bias_at(q, o);
+        const uint32_t *c = col;
+        int8_t *dst = out + o;
+        pockmcu_dsp_expand_w(filter + o * depth, depth, wx, fast);
+        if (fast)
+        {
+            const int32_t m = per_channel ? q->multiplier[o] : q->m0;
+            const int32_t e = per_channel ? -q->shift[o] : q->e0;
+            const int32_t r = per_channel ? pockmcu_dsp_fast_round(e, q->output_offset) : q->r0;
+            const int32_t bias2 = (int32_t)((uint32_t)bias << 1);
+            uint32_t w0 = 0, w1 = 0, w2 = 0, w3 = 0;
+            if (kdepth == 4 || kdepth == 8)
+            {
+                pockmcu_read_u32x2_at(wx, 0, &w0, &w1);
+                if (kdepth == 8)
+                {
+                    pockmcu_read_u32x2_at(wx, 2, &w2, &w3);
+                }
+            }
+            do
+            {
+                int32_t a0 = bias2, a1 = bias2, a2 = bias2, a3 = bias2, v0, v1, v2, v3, mb, eb, rb;
+                if (kdepth == 4 || kdepth == 8)
+                {
+                    POCKMCU_DSP_STEP_4X1X(c, w0, w1, a0, a1, a2, a3);
+                    if (kdepth == 8)
+                    {
+                        POCKMCU_DSP_STEP_4X1X(c, w2, w3, a0, a1, a2, a3);
+                    }
+                }
+                else
+                {
+                    pockmcu_dsp_dot_4x1x(&c, wx, depth, kdepth, &a0, &a1, &a2, &a3);
+                }
+                mb = m;
+                eb = e;
+                rb = r;
+                POCKMCU_DSP_FENCE(a0, a1, a2, a3, mb, eb, rb);
+                /* pockmcu_dsp_out_fast(acc, m, r, e) with a0 = 2 acc (|acc| < 2^30: the sign is acc's) */
+                v0 = pockmcu_ssat8(pockmcu_smmlar(a0, mb, rb + (a0 >> 31)) >> eb);
+                v1 = pockmcu_ssat8(pockmcu_smmlar(a1, mb, rb + (a1 >> 31)) >> eb);
+                v2 = pockmcu_ssat8(pockmcu_smmlar(a2, mb, rb + (a2 >> 31)) >> eb);
+                v3 = pockmcu_ssat8(pockmcu_smmlar(a3, mb, rb + (a3 >> 31)) >> eb);
+                if (clamp)
+                {
+                    v0 = v0 < lo ? lo : (v0 > hi ? hi : v0);
+                    v1 = v1 < lo ? lo : (v1 > hi ? hi : v1);
+                    v2 = v2 < lo ? lo : (v2 > hi ? hi : v2);
+                    v3 = v3 < lo ? lo : (v3 > hi ? hi : v3);
+                }
+                POCKMCU_DSP_STORE_4(dst, out_c, v0, v1, v2, v3);
+            } while (c != c_end);
+        }
+        else
+        {
+            const pockmcu_dsp_channel ch = pockmcu_dsp_channel_at(q, o, per_channel);
+            do
+            {
+                int32_t a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+                pockmcu_dsp_dot_4x1x(&c, wx, depth, 0, &a0, &a1, &a2, &a3);
+                dst[0] = pockmcu_dsp_out(a0, &ch, q, ort_rounding);
+                dst[out_c] = pockmcu_dsp_out(a1, &ch, q, ort_rounding);
+                dst += 2 * out_c;
+                dst[0] = pockmcu_dsp_out(a2, &ch, q, ort_rounding);
+                dst[out_c] = pockmcu_dsp_out(a3, &ch, q, ort_rounding);
+                dst += 2 * out_c;
+            } while (c != c_end);
+        }
+    }
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+    #define POCKMCU_DSP_NOINLINE static __attribute__((noinline, unused))
+#else
+    #define POCKMCU_DSP_NOINLINE static inline
+#endif
+
+/* The variants of pockmcu_dsp_chunk_of, each a function of its own (not inlined: GCC allocates the registers of
+ * its loops far better alone than inside a kernel); per_channel and ort_rounding are the same at every call in a
+ * kernel, so they stay constants. */
+#define POCKMCU_DSP_CHUNK_FN(name, fast, clamp, kdepth)                                                                \
+    POCKMCU_DSP_NOINLINE void name(const uint32_t *col,                                                                \
+                                   uint32_t *wx,                                                                       \
+                                   int32_t rows,                                                                       \
+                                   const int8_t *filter,                                                               \
+                                   int32_t depth,                                                                      \
+                                   int32_t out_c,                                                                      \
+                                   const pockmcu_dsp_requant *q,                                                       \
+                                   int8_t *out,                                                                        \
+                                   const int32_t per_channel,                                                          \
+                                   const int32_t ort_rounding)                                                         \
+    {                                                                                                                  \
+        pockmcu_dsp_chunk_of(                                                                                          \
+            col, wx, rows, filter, depth, out_c, q, out, per_channel, ort_rounding, fast, clamp, kdepth);              \
+    }
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_any, 0, 0, 0)
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_fast, 1, 0, 0)
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_fast_8, 1, 0, 8)
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_fast_16, 1, 0, 16)
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_fast_24, 1, 0, 24)
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_fast_32, 1, 0, 32)
+POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_clamp, 1, 1, 0)
+#undef POCKMCU_DSP_CHUNK_FN
+
+/* Every output channel of a chunk (pockmcu_dsp_chunk_of) with the constants of the call: q->fast, q->clamp, and
+ * for the fast requantization without a clamp the depths 8, 16, 24 and 32 (MobileNetV2's pointwise inputs). */
+POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
+                                          uint32_t *wx,
+                                          int32_t rows,
+                                          const int8_t *filter,
+                                          int32_t depth,
+                                          int32_t out_c,
+                                          const pockmcu_dsp_requant *q_,
+                                          int8_t *out,
+                                          const int32_t per_channel,
+                                          const int32_t ort_rounding)
+{
+    /* a copy, field by field: the kernel's own q is neither copied whole nor has its address escape into the calls
+     * (either keeps it in memory, and its fields are then reloaded in the kernel's other loops) */
+    pockmcu_dsp_requant qc;
+    const pockmcu_dsp_requant *q = &qc;
+    qc.bias = q_->bias;
+    qc.multiplier = q_->multiplier;
+    qc.shift = q_->shift;
+    qc.output_offset = q_->output_offset;
+    qc.act_min = q_->act_min;
+    qc.act_max = q_->act_max;
+    qc.fast = q_->fast;
+    qc.clamp = q_->clamp;
+    qc.m0 = q_->m0;
+    qc.e0 = q_->e0;
+    qc.r0 = q_->r0;
+    if (ort_rounding || !q->fast)
+    {
+        pockmcu_dsp_chunk_any(col, wx, rows, filter, depth, out_c, q, out, per_channel, ort_rounding);
+    }
+    else if (q->clamp)
+    {
+        pockmcu_dsp_chunk_clamp(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+    }
+    else if (depth == 8)
+    {
+        pockmcu_dsp_chunk_fast_8(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+    }
+    else if (depth == 16)
+    {
+        pockmcu_dsp_chunk_fast_16(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+    }
+    else if (depth == 24)
+    {
+        pockmcu_dsp_chunk_fast_24(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+    }
+    else if (depth == 32)
+    {
+        pockmcu_dsp_chunk_fast_32(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+    }
+    else
+    {
+        pockmcu_dsp_chunk_fast(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+    }
+}
+
+/* Rows p_ onwards, 4 at a time (then 2, then 1: POCKMCU_DSP_ROWS_TAIL), each block expanded into col and multiplied
+ * by every filter row; out row r at out + r * out_c. ROW_OF(r) is a statement that sets `src` to the int8 values of
+ * row r. */
+#define POCKMCU_DSP_ROWS_FROM(count, ROW_OF)                                                                           \
+    do                                                                                                                 \
+    {                                                                                                                  \
         for (; p_ + 4 <= (count); p_ += 4)                                                                             \
         {                                                                                                              \
             for (r_ = 0; r_ < 4; r_++)                                                                                 \
@@ -826,6 +1195,12 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
             pockmcu_dsp_rows_4(                                                                                        \
                 col, filter_data, depth, out_c, &q, output_data + p_ * out_c, out_c, per_channel, ort_rounding);       \
         }                                                                                                              \
+    } while (0)
+
+/* Rows p_ onwards when fewer than 4 are left: 2, then 1 (POCKMCU_DSP_ROWS_FROM). */
+#define POCKMCU_DSP_ROWS_TAIL(count, ROW_OF)                                                                           \
+    do                                                                                                                 \
+    {                                                                                                                  \
         if (p_ + 2 <= (count))                                                                                         \
         {                                                                                                              \
             for (r_ = 0; r_ < 2; r_++)                                                                                 \
@@ -846,6 +1221,142 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_rows_1(const uint32_t *col,
             pockmcu_dsp_rows_1(                                                                                        \
                 col, filter_data, depth, out_c, &q, output_data + p_ * out_c, per_channel, ort_rounding);              \
         }                                                                                                              \
+    } while (0)
+
+/* The small-depth path of POCKMCU_DSP_ALL_ROWS, rows p_ onwards: chunks of pockmcu_dsp_chunk_rows rows (the last
+ * one shorter, a multiple of 4), each expanded into col (4-row blocks one after the other) and multiplied by every
+ * filter row (pockmcu_dsp_chunk); the last 1 to 3 rows are left to POCKMCU_DSP_ROWS_FROM. */
+#define POCKMCU_DSP_CHUNKS_INLINE(count, ROW_OF)                                                                       \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        const int32_t chunk_ = pockmcu_dsp_chunk_rows(depth, (count));                                                 \
+        const int32_t block_words_ = pockmcu_dsp_col_words(depth, 4);                                                  \
+        uint32_t *wx_ = col + chunk_ * pockmcu_dsp_col_words(depth, 1);                                                \
+        while (p_ + 4 <= (count))                                                                                      \
+        {                                                                                                              \
+            const int32_t n_ = (count)-p_ >= chunk_ ? chunk_ : (((count)-p_) & ~3);                                    \
+            for (r_ = 0; r_ < n_; r_++)                                                                                \
+            {                                                                                                          \
+                const int8_t *src;                                                                                     \
+                ROW_OF(p_ + r_);                                                                                       \
+                pockmcu_dsp_expand(src, depth, offset2, offset, 4, r_ & 3, col + (r_ >> 2) * block_words_);            \
+            }                                                                                                          \
+            pockmcu_dsp_chunk(                                                                                         \
+                col, wx_, n_, filter_data, depth, out_c, &q, output_data + p_ * out_c, per_channel, ort_rounding);     \
+            p_ += n_;                                                                                                  \
+        }                                                                                                              \
+    } while (0)
+
+/* POCKMCU_DSP_CHUNKS_INLINE for rows read from memory (row r at input + r * stride) as a function of its own (returns
+ * the rows done): inline,
+ * its loops would change how GCC allocates the registers of the kernel's large-depth loops (and cost them up to 1%).
+ * The requantization by its fields: the kernel's own q is neither copied whole nor has its address escape (either
+ * keeps it in memory, and its fields are then reloaded in the kernel's other loops). */
+POCKMCU_DSP_NOINLINE int32_t pockmcu_dsp_chunks_strided(const int8_t *input,
+                                                        int32_t stride,
+                                                        int32_t count,
+                                                        int32_t depth,
+                                                        uint32_t offset2,
+                                                        int32_t offset,
+                                                        uint32_t *col,
+                                                        const int8_t *filter_data,
+                                                        int32_t out_c,
+                                                        const int32_t *bias,
+                                                        const int32_t *multiplier,
+                                                        const int32_t *shift,
+                                                        int32_t output_offset,
+                                                        int32_t act_min,
+                                                        int32_t act_max,
+                                                        int32_t fast,
+                                                        int8_t *output_data,
+                                                        const int32_t per_channel,
+                                                        const int32_t ort_rounding)
+{
+    int32_t p_ = 0, r_;
+    pockmcu_dsp_requant q;
+    q.bias = bias;
+    q.multiplier = multiplier;
+    q.shift = shift;
+    q.output_offset = output_offset;
+    q.act_min = act_min;
+    q.act_max = act_max;
+    q.fast = fast;
+    q.clamp = act_min > -128 || act_max < 127;
+    pockmcu_dsp_requant_per_tensor(&q);
+#define POCKMCU_DSP_STRIDED_ROW(p) src = input + (p)*stride
+    POCKMCU_DSP_CHUNKS_INLINE(count, POCKMCU_DSP_STRIDED_ROW);
+#undef POCKMCU_DSP_STRIDED_ROW
+    return p_;
+}
+
+/* The small-depth path of POCKMCU_DSP_ALL_ROWS by the name of its ROW_OF: the function for input rows and FC
+ * batches, inline for the im2col fields. */
+#define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_INPUT_ROW(count)                                                                \
+    p_ = pockmcu_dsp_chunks_strided(input_data,                                                                        \
+                                    in_c,                                                                              \
+                                    (count),                                                                           \
+                                    depth,                                                                             \
+                                    offset2,                                                                           \
+                                    offset,                                                                            \
+                                    col,                                                                               \
+                                    filter_data,                                                                       \
+                                    out_c,                                                                             \
+                                    q.bias,                                                                            \
+                                    q.multiplier,                                                                      \
+                                    q.shift,                                                                           \
+                                    q.output_offset,                                                                   \
+                                    q.act_min,                                                                         \
+                                    q.act_max,                                                                         \
+                                    q.fast,                                                                            \
+                                    output_data,                                                                       \
+                                    per_channel,                                                                       \
+                                    ort_rounding)
+#define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_BATCH_ROW(count)                                                                \
+    p_ = pockmcu_dsp_chunks_strided(input_data,                                                                        \
+                                    depth,                                                                             \
+                                    (count),                                                                           \
+                                    depth,                                                                             \
+                                    offset2,                                                                           \
+                                    offset,                                                                            \
+                                    col,                                                                               \
+                                    filter_data,                                                                       \
+                                    out_c,                                                                             \
+                                    q.bias,                                                                            \
+                                    q.multiplier,                                                                      \
+                                    q.shift,                                                                           \
+                                    q.output_offset,                                                                   \
+                                    q.act_min,                                                                         \
+                                    q.act_max,                                                                         \
+                                    q.fast,                                                                            \
+                                    output_data,                                                                       \
+                                    per_channel,                                                                       \
+                                    ort_rounding)
+/* Whether POCKMCU_DSP_ALL_ROWS takes the small-depth path, by the name of its ROW_OF: the convolutions do; the fully
+ * connected layers do not (16 or more batches of a small depth are rare, and the path's code would add some 10 KB
+ * to each FC kernel; pockmcu_dsp_fc_buffer_size agrees). */
+#define POCKMCU_DSP_SMALL_POCKMCU_DSP_INPUT_ROW 1
+#define POCKMCU_DSP_SMALL_POCKMCU_DSP_FIELD_ROW 1
+#define POCKMCU_DSP_SMALL_POCKMCU_DSP_BATCH_ROW 0
+#define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_FIELD_ROW(count) POCKMCU_DSP_CHUNKS_INLINE(count, POCKMCU_DSP_FIELD_ROW)
+
+/* `count` rows (row r from ROW_OF(r)): at a small depth (pockmcu_dsp_chunk_rows) the chunks of the small-depth path,
+ * else POCKMCU_DSP_ROWS_FROM, then POCKMCU_DSP_ROWS_TAIL; out row r at out + r * out_c. ROW_OF(r) is a statement that
+ * sets `src` to the int8 values of row r (an im2col into a field of scratch, or an input row): POCKMCU_DSP_INPUT_ROW,
+ * POCKMCU_DSP_BATCH_ROW or POCKMCU_DSP_FIELD_ROW. */
+#define POCKMCU_DSP_ALL_ROWS(count, ROW_OF)                                                                            \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        int32_t p_ = 0;                                                                                                \
+        int32_t r_;                                                                                                    \
+        if (POCKMCU_DSP_SMALL_##ROW_OF && pockmcu_dsp_chunk_rows(depth, (count)) > 0)                                  \
+        {                                                                                                              \
+            POCKMCU_DSP_CHUNKS_##ROW_OF(count);                                                                        \
+        }                                                                                                              \
+        else                                                                                                           \
+        {                                                                                                              \
+            POCKMCU_DSP_ROWS_FROM(count, ROW_OF);                                                                      \
+        }                                                                                                              \
+        POCKMCU_DSP_ROWS_TAIL(count, ROW_OF);                                                                          \
     } while (0)
 
 /* Copies of at most POCKMCU_DSP_SHORT bytes in an im2col row are inlined: a word, then bytes, at a time (memcpy's
@@ -1009,16 +1520,25 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_im2col(const int8_t *in_batch,
 /* Rows of the DSP kernels' column: 4 when there are 4 or more, else 2 or 1. */
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_block_rows(int32_t count) { return count >= 4 ? 4 : (count >= 2 ? 2 : 1); }
 
-/* Scratch bytes of the DSP convolution: the column of 4 output pixels (fewer when there are fewer), and
- * unless pointwise one int8 receptive field. */
+/* Scratch words of the DSP kernels' column for `count` rows of `depth` values: a chunk of rows plus one expanded
+ * filter row (small depth), else the column of 4 rows (2 or 1 when there are fewer). */
+POCKMCU_DSP_INLINE int32_t pockmcu_dsp_col_total_words(int32_t depth, int32_t count)
+{
+    const int32_t chunk = pockmcu_dsp_chunk_rows(depth, count);
+    return chunk > 0 ? (chunk + 1) * pockmcu_dsp_col_words(depth, 1)
+                     : pockmcu_dsp_col_words(depth, pockmcu_dsp_block_rows(count));
+}
+
+/* Scratch bytes of the DSP convolution: the column of 4 output pixels (fewer when there are fewer; at a small depth a
+ * chunk of pixels and one expanded filter row, pockmcu_dsp_col_total_words), and unless pointwise one int8 receptive
+ * field. */
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_conv_buffer_size(const cmsis_nn_dims *input_dims,
                                                         const cmsis_nn_dims *filter_dims,
                                                         const cmsis_nn_dims *output_dims,
                                                         const int32_t pointwise)
 {
     const int32_t depth = filter_dims->h * filter_dims->w * input_dims->c;
-    const int32_t rows = pockmcu_dsp_block_rows(input_dims->n * output_dims->h * output_dims->w);
-    const int32_t col = 4 * pockmcu_dsp_col_words(depth, rows);
+    const int32_t col = 4 * pockmcu_dsp_col_total_words(depth, input_dims->n * output_dims->h * output_dims->w);
     return pointwise ? col : col + ((depth + 3) & ~3);
 }
 
@@ -1084,7 +1604,7 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_
     q.clamp = q.act_min > -128 || q.act_max < 127;
     pockmcu_dsp_requant_per_tensor(&q);
     col = (uint32_t *)ctx->buf;
-    field = (int8_t *)(col + pockmcu_dsp_col_words(depth, pockmcu_dsp_block_rows(pixels)));
+    field = (int8_t *)(col + pockmcu_dsp_col_total_words(depth, pixels));
 
     if (pointwise)
     {
@@ -1110,7 +1630,8 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_
     return ARM_CMSIS_NN_SUCCESS;
 }
 
-/* Scratch bytes of the DSP fully connected layer: the column of 4 batches (fewer when there are fewer). */
+/* Scratch bytes of the DSP fully connected layer: the column of 4 batches (fewer when there are fewer; no small-depth
+ * path, POCKMCU_DSP_SMALL_POCKMCU_DSP_BATCH_ROW). */
 POCKMCU_DSP_INLINE int32_t pockmcu_dsp_fc_buffer_size(const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims)
 {
     return 4 * pockmcu_dsp_col_words(filter_dims->n, pockmcu_dsp_block_rows(input_dims->n));

@@ -140,8 +140,8 @@ TABLE["FULLY_CONNECTED"] = TABLE["FULLY_CONNECTED"] + (
     _k("pockmcu_fully_connected_per_channel_ort_s8_dsp", "onnxruntime", "per_channel", ("dsp",)),
 )
 #: the DSP kernels above -> how their scratch is sized (Conv2D / FullyConnected.scratch_bytes, the C
-#: *_get_buffer_size): "conv_1x1" the int16 column of 4 pixels, "conv" that plus one int8 im2col field,
-#: "fc" the column of 4 batches (fewer when there are fewer)
+#: *_get_buffer_size): "conv_1x1" the int16 column of 4 pixels (a chunk of them at a small depth, dsp_column_bytes),
+#: "conv" that plus one int8 im2col field, "fc" the column of 4 batches (fewer when there are fewer)
 DSP_SCRATCH = {
     "pockmcu_convolve_1x1_s8_dsp": "conv_1x1", "pockmcu_convolve_1x1_ort_s8_dsp": "conv_1x1",
     "pockmcu_convolve_s8_dsp": "conv", "pockmcu_convolve_ort_s8_dsp": "conv",
@@ -150,11 +150,21 @@ DSP_SCRATCH = {
 }
 
 
-def dsp_column_bytes(depth: int, count: int) -> int:
-    """Bytes of the DSP kernels' int16 column for ``count`` rows of ``depth`` values: 4 rows at a time, 2 or 1
-    when there are fewer (pockmcu_dsp_block_rows, pockmcu_dsp_col_words)."""
+#: column bytes of a chunk of the DSP kernels' small-depth path (POCKMCU_DSP_SMALL_BYTES, pockmcu_dsp_loops.h)
+DSP_SMALL_BYTES = 2048
+
+
+def dsp_column_bytes(depth: int, count: int, small: bool = True) -> int:
+    """Bytes of the DSP kernels' int16 column for ``count`` rows of ``depth`` values (pockmcu_dsp_col_total_words):
+    at a small depth a chunk of rows (pockmcu_dsp_chunk_rows) plus one expanded filter row, else 4 rows at a time,
+    2 or 1 when there are fewer (pockmcu_dsp_block_rows, pockmcu_dsp_col_words). small=False: no small-depth path
+    (the fully connected kernels, pockmcu_dsp_fc_buffer_size)."""
+    words = (depth >> 2) * 2 + (depth & 3)
+    chunk = (DSP_SMALL_BYTES // (4 * words)) & ~3 if small and depth >= 1 and count >= 16 else 0
+    if chunk >= 16:
+        return 4 * (min(chunk, count & ~3) + 1) * words
     rows = 4 if count >= 4 else 2 if count >= 2 else 1
-    return 4 * rows * ((depth >> 2) * 2 + (depth & 3))
+    return 4 * rows * words
 
 # -- dspdw: Armv7E-M / Armv8-M DSP depthwise, pooling, ADD (kernels_c/pockmcu_nn_dsp_dw.h) ----------------
 # DEPTHWISE_CONV_2D's variant (ops/conv.py DepthwiseConv2D.variant): "3x3" for a 3x3 filter with channel

@@ -127,7 +127,7 @@ class FullyConnected(OpDef):
         if choose(self.kind, self.kernel, g.numerics, g.features, self.quant_class(g, op), library=g.library,
                   off=g.kernels_off).function not in DSP_SCRATCH:
             return 0
-        return dsp_column_bytes(int(op.prepared.in_features), int(op.prepared.batches))
+        return dsp_column_bytes(int(op.prepared.in_features), int(op.prepared.batches), small=False)
 
     def emit(self, g: Graph, op: Op, cg) -> Emission:
         a = op.prepared
