@@ -866,6 +866,34 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_expand_w(const int8_t *w, int32_t depth, uin
     }
 }
 
+/* pockmcu_dsp_expand_w for a column whose depth is `depth` rounded up to a multiple of 4: the depth % 4 last values
+ * and zeros make one more group of four, so the dot products need no tail loop (the column's padding values are 0:
+ * the im2col field's bytes past depth hold the input zero point). Used for depth % 4 of 2 or 3, where the padded
+ * column takes no more words than the unpadded one (pockmcu_dsp_col_words), so the planned scratch holds it. */
+POCKMCU_DSP_INLINE void pockmcu_dsp_expand_w_pad(const int8_t *w, int32_t depth, uint32_t *dst, const int32_t twice)
+{
+    const int32_t rest = depth & 3;
+    pockmcu_dsp_expand_w(w, depth - rest, dst, twice);
+    if (rest > 0)
+    {
+        const int8_t *t = w + depth - rest;
+        uint32_t v = (uint32_t)(uint8_t)t[0];
+        uint32_t a, b;
+        v |= rest > 1 ? (uint32_t)(uint8_t)t[1] << 8 : 0u;
+        v |= rest > 2 ? (uint32_t)(uint8_t)t[2] << 16 : 0u;
+        a = pockmcu_sxtb16(v);
+        b = pockmcu_sxtb16_ror8(v);
+        if (twice)
+        {
+            a = pockmcu_sadd16(a, a);
+            b = pockmcu_sadd16(b, b);
+        }
+        dst += 2 * (depth >> 2);
+        dst[0] = a;
+        dst[1] = b;
+    }
+}
+
 /* One group of four depth values of the 4-row column (col advances by 8 words) against the expanded weight
  * words (w02, w13): s[r] += 4 products. */
 #define POCKMCU_DSP_STEP_4X1X(col, w02, w13, s0, s1, s2, s3)                                                           \
@@ -996,12 +1024,14 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_dot_4x1x(const uint32_t **col,
  * the other, at col) into out + r * out_c; wx: scratch for one expanded filter row. fast (a constant): q->fast and
  * not ort_rounding: doubled weights and bias, so the accumulator is 2 acc and pockmcu_dsp_out_fast's shift is
  * gone; clamp (a constant): q->clamp; kdepth (a constant): 0 or depth (pockmcu_dsp_dot_4x1x); at 4 and 8 the
- * weight words stay in registers for the whole chunk. */
+ * weight words stay in registers for the whole chunk. wdepth: the filter's row length: depth itself, or for a
+ * column padded to a multiple of 4 (an im2col field, POCKMCU_DSP_CHUNKS_INLINE) the unpadded depth. */
 POCKMCU_DSP_INLINE void pockmcu_dsp_chunk_of(const uint32_t *col,
                                              uint32_t *wx,
                                              int32_t rows,
                                              const int8_t *filter,
                                              int32_t depth,
+                                             int32_t wdepth,
                                              int32_t out_c,
                                              const pockmcu_dsp_requant *q,
                                              int8_t *out,
@@ -1019,7 +1049,14 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk_of(const uint32_t *col,
         const int32_t bias = pockmcu_dsp_bias_at(q, o);
         const uint32_t *c = col;
         int8_t *dst = out + o;
-        pockmcu_dsp_expand_w(filter + o * depth, depth, wx, fast);
+        if (wdepth == depth)
+        {
+            pockmcu_dsp_expand_w(filter + o * depth, depth, wx, fast);
+        }
+        else
+        {
+            pockmcu_dsp_expand_w_pad(filter + o * wdepth, wdepth, wx, fast);
+        }
         if (fast)
         {
             const int32_t m = per_channel ? q->multiplier[o] : q->m0;
@@ -1102,6 +1139,7 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk_of(const uint32_t *col,
                                    int32_t rows,                                                                       \
                                    const int8_t *filter,                                                               \
                                    int32_t depth,                                                                      \
+                                   int32_t wdepth,                                                                     \
                                    int32_t out_c,                                                                      \
                                    const pockmcu_dsp_requant *q,                                                       \
                                    int8_t *out,                                                                        \
@@ -1109,7 +1147,7 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk_of(const uint32_t *col,
                                    const int32_t ort_rounding)                                                         \
     {                                                                                                                  \
         pockmcu_dsp_chunk_of(                                                                                          \
-            col, wx, rows, filter, depth, out_c, q, out, per_channel, ort_rounding, fast, clamp, kdepth);              \
+            col, wx, rows, filter, depth, wdepth, out_c, q, out, per_channel, ort_rounding, fast, clamp, kdepth);      \
     }
 POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_any, 0, 0, 0)
 POCKMCU_DSP_CHUNK_FN(pockmcu_dsp_chunk_fast, 1, 0, 0)
@@ -1127,6 +1165,7 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
                                           int32_t rows,
                                           const int8_t *filter,
                                           int32_t depth,
+                                          int32_t wdepth,
                                           int32_t out_c,
                                           const pockmcu_dsp_requant *q_,
                                           int8_t *out,
@@ -1150,31 +1189,31 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
     qc.r0 = q_->r0;
     if (ort_rounding || !q->fast)
     {
-        pockmcu_dsp_chunk_any(col, wx, rows, filter, depth, out_c, q, out, per_channel, ort_rounding);
+        pockmcu_dsp_chunk_any(col, wx, rows, filter, depth, wdepth, out_c, q, out, per_channel, ort_rounding);
     }
     else if (q->clamp)
     {
-        pockmcu_dsp_chunk_clamp(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+        pockmcu_dsp_chunk_clamp(col, wx, rows, filter, depth, wdepth, out_c, q, out, per_channel, 0);
     }
     else if (depth == 8)
     {
-        pockmcu_dsp_chunk_fast_8(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+        pockmcu_dsp_chunk_fast_8(col, wx, rows, filter, depth, wdepth, out_c, q, out, per_channel, 0);
     }
     else if (depth == 16)
     {
-        pockmcu_dsp_chunk_fast_16(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+        pockmcu_dsp_chunk_fast_16(col, wx, rows, filter, depth, wdepth, out_c, q, out, per_channel, 0);
     }
     else if (depth == 24)
     {
-        pockmcu_dsp_chunk_fast_24(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+        pockmcu_dsp_chunk_fast_24(col, wx, rows, filter, depth, wdepth, out_c, q, out, per_channel, 0);
     }
     else if (depth == 32)
     {
-        pockmcu_dsp_chunk_fast_32(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+        pockmcu_dsp_chunk_fast_32(col, wx, rows, filter, depth, wdepth, out_c, q, out, per_channel, 0);
     }
     else
     {
-        pockmcu_dsp_chunk_fast(col, wx, rows, filter, depth, out_c, q, out, per_channel, 0);
+        pockmcu_dsp_chunk_fast(col, wx, rows, filter, depth, wdepth, out_c, q, out, per_channel, 0);
     }
 }
 
@@ -1226,11 +1265,12 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
 /* The small-depth path of POCKMCU_DSP_ALL_ROWS, rows p_ onwards: chunks of pockmcu_dsp_chunk_rows rows (the last
  * one shorter, a multiple of 4), each expanded into col (4-row blocks one after the other) and multiplied by every
  * filter row (pockmcu_dsp_chunk); the last 1 to 3 rows are left to POCKMCU_DSP_ROWS_FROM. */
-#define POCKMCU_DSP_CHUNKS_INLINE(count, ROW_OF)                                                                       \
+#define POCKMCU_DSP_CHUNKS_INLINE(count, ROW_OF, PAD)                                                                  \
     do                                                                                                                 \
     {                                                                                                                  \
         const int32_t chunk_ = pockmcu_dsp_chunk_rows(depth, (count));                                                 \
-        const int32_t block_words_ = pockmcu_dsp_col_words(depth, 4);                                                  \
+        const int32_t cdepth_ = (PAD) && (depth & 3) >= 2 ? (depth + 3) & ~3 : depth;                                  \
+        const int32_t block_words_ = pockmcu_dsp_col_words(cdepth_, 4);                                                \
         uint32_t *wx_ = col + chunk_ * pockmcu_dsp_col_words(depth, 1);                                                \
         while (p_ + 4 <= (count))                                                                                      \
         {                                                                                                              \
@@ -1239,10 +1279,19 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_chunk(const uint32_t *col,
             {                                                                                                          \
                 const int8_t *src;                                                                                     \
                 ROW_OF(p_ + r_);                                                                                       \
-                pockmcu_dsp_expand(src, depth, offset2, offset, 4, r_ & 3, col + (r_ >> 2) * block_words_);            \
+                pockmcu_dsp_expand(src, cdepth_, offset2, offset, 4, r_ & 3, col + (r_ >> 2) * block_words_);          \
             }                                                                                                          \
-            pockmcu_dsp_chunk(                                                                                         \
-                col, wx_, n_, filter_data, depth, out_c, &q, output_data + p_ * out_c, per_channel, ort_rounding);     \
+            pockmcu_dsp_chunk(col,                                                                                     \
+                              wx_,                                                                                     \
+                              n_,                                                                                      \
+                              filter_data,                                                                             \
+                              cdepth_,                                                                                 \
+                              depth,                                                                                   \
+                              out_c,                                                                                   \
+                              &q,                                                                                      \
+                              output_data + p_ * out_c,                                                                \
+                              per_channel,                                                                             \
+                              ort_rounding);                                                                           \
             p_ += n_;                                                                                                  \
         }                                                                                                              \
     } while (0)
@@ -1284,7 +1333,7 @@ POCKMCU_DSP_NOINLINE int32_t pockmcu_dsp_chunks_strided(const int8_t *input,
     q.clamp = act_min > -128 || act_max < 127;
     pockmcu_dsp_requant_per_tensor(&q);
 #define POCKMCU_DSP_STRIDED_ROW(p) src = input + (p)*stride
-    POCKMCU_DSP_CHUNKS_INLINE(count, POCKMCU_DSP_STRIDED_ROW);
+    POCKMCU_DSP_CHUNKS_INLINE(count, POCKMCU_DSP_STRIDED_ROW, 0);
 #undef POCKMCU_DSP_STRIDED_ROW
     return p_;
 }
@@ -1337,7 +1386,7 @@ POCKMCU_DSP_NOINLINE int32_t pockmcu_dsp_chunks_strided(const int8_t *input,
 #define POCKMCU_DSP_SMALL_POCKMCU_DSP_INPUT_ROW 1
 #define POCKMCU_DSP_SMALL_POCKMCU_DSP_FIELD_ROW 1
 #define POCKMCU_DSP_SMALL_POCKMCU_DSP_BATCH_ROW 0
-#define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_FIELD_ROW(count) POCKMCU_DSP_CHUNKS_INLINE(count, POCKMCU_DSP_FIELD_ROW)
+#define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_FIELD_ROW(count) POCKMCU_DSP_CHUNKS_INLINE(count, POCKMCU_DSP_FIELD_ROW, 1)
 
 /* `count` rows (row r from ROW_OF(r)): at a small depth (pockmcu_dsp_chunk_rows) the chunks of the small-depth path,
  * else POCKMCU_DSP_ROWS_FROM, then POCKMCU_DSP_ROWS_TAIL; out row r at out + r * out_c. ROW_OF(r) is a statement that
@@ -1615,6 +1664,12 @@ POCKMCU_DSP_INLINE arm_cmsis_nn_status pockmcu_dsp_conv_s8_loops(const cmsis_nn_
     else
     {
         pockmcu_dsp_pixel px = {0, 0, 0};
+        /* the field's bytes past depth (to a multiple of 4) hold the input zero point: 0 once offset, the padding
+         * group of the small-depth path (pockmcu_dsp_expand_w_pad); im2col never writes them */
+        if ((depth & 3) >= 2)
+        {
+            memset(field + depth, pad, (size_t)(4 - (depth & 3)));
+        }
 #define POCKMCU_DSP_FIELD_ROW(p)                                                                                       \
     do                                                                                                                 \
     {                                                                                                                  \
