@@ -1340,9 +1340,9 @@ POCKMCU_DSP_NOINLINE int32_t pockmcu_dsp_chunks_strided(const int8_t *input,
 
 /* The small-depth path of POCKMCU_DSP_ALL_ROWS by the name of its ROW_OF: the function for input rows and FC
  * batches, inline for the im2col fields. */
-#define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_INPUT_ROW(count)                                                                \
+#define POCKMCU_DSP_CHUNKS_STRIDED(count, stride)                                                                      \
     p_ = pockmcu_dsp_chunks_strided(input_data,                                                                        \
-                                    in_c,                                                                              \
+                                    (stride),                                                                          \
                                     (count),                                                                           \
                                     depth,                                                                             \
                                     offset2,                                                                           \
@@ -1360,26 +1360,8 @@ POCKMCU_DSP_NOINLINE int32_t pockmcu_dsp_chunks_strided(const int8_t *input,
                                     output_data,                                                                       \
                                     per_channel,                                                                       \
                                     ort_rounding)
-#define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_BATCH_ROW(count)                                                                \
-    p_ = pockmcu_dsp_chunks_strided(input_data,                                                                        \
-                                    depth,                                                                             \
-                                    (count),                                                                           \
-                                    depth,                                                                             \
-                                    offset2,                                                                           \
-                                    offset,                                                                            \
-                                    col,                                                                               \
-                                    filter_data,                                                                       \
-                                    out_c,                                                                             \
-                                    q.bias,                                                                            \
-                                    q.multiplier,                                                                      \
-                                    q.shift,                                                                           \
-                                    q.output_offset,                                                                   \
-                                    q.act_min,                                                                         \
-                                    q.act_max,                                                                         \
-                                    q.fast,                                                                            \
-                                    output_data,                                                                       \
-                                    per_channel,                                                                       \
-                                    ort_rounding)
+#define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_INPUT_ROW(count) POCKMCU_DSP_CHUNKS_STRIDED(count, in_c)
+#define POCKMCU_DSP_CHUNKS_POCKMCU_DSP_BATCH_ROW(count) POCKMCU_DSP_CHUNKS_STRIDED(count, depth)
 /* Whether POCKMCU_DSP_ALL_ROWS takes the small-depth path, by the name of its ROW_OF: the convolutions do; the fully
  * connected layers do not (16 or more batches of a small depth are rare, and the path's code would add some 10 KB
  * to each FC kernel; pockmcu_dsp_fc_buffer_size agrees). */
