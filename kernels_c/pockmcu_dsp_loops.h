@@ -361,26 +361,34 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_expand(const int8_t *src,
     }
 }
 
+/* One group of four depth values of the 4-row column (col advances by 8 words) against the expanded weight
+ * words (w02, w13): s[r] += 4 products. */
+#define POCKMCU_DSP_STEP_4X1X(col, w02, w13, s0, s1, s2, s3)                                                           \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        uint32_t x02_, x13_;                                                                                           \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s0 = pockmcu_smlad(x02_, w02, s0);                                                                             \
+        s0 = pockmcu_smlad(x13_, w13, s0);                                                                             \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s1 = pockmcu_smlad(x02_, w02, s1);                                                                             \
+        s1 = pockmcu_smlad(x13_, w13, s1);                                                                             \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s2 = pockmcu_smlad(x02_, w02, s2);                                                                             \
+        s2 = pockmcu_smlad(x13_, w13, s2);                                                                             \
+        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
+        s3 = pockmcu_smlad(x02_, w02, s3);                                                                             \
+        s3 = pockmcu_smlad(x13_, w13, s3);                                                                             \
+    } while (0)
+
 /* One group of four depth values of the 4-row column (read at col, which advances by 8 words) against one
- * weight word v: s[r] += 4 products. */
+ * weight word v: s[r] += 4 products (v sign-extended, then POCKMCU_DSP_STEP_4X1X). */
 #define POCKMCU_DSP_STEP_4X1(col, v, s0, s1, s2, s3)                                                                   \
     do                                                                                                                 \
     {                                                                                                                  \
         const uint32_t w02_ = pockmcu_sxtb16(v);                                                                       \
         const uint32_t w13_ = pockmcu_sxtb16_ror8(v);                                                                  \
-        uint32_t x02_, x13_;                                                                                           \
-        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
-        s0 = pockmcu_smlad(x02_, w02_, s0);                                                                            \
-        s0 = pockmcu_smlad(x13_, w13_, s0);                                                                            \
-        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
-        s1 = pockmcu_smlad(x02_, w02_, s1);                                                                            \
-        s1 = pockmcu_smlad(x13_, w13_, s1);                                                                            \
-        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
-        s2 = pockmcu_smlad(x02_, w02_, s2);                                                                            \
-        s2 = pockmcu_smlad(x13_, w13_, s2);                                                                            \
-        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
-        s3 = pockmcu_smlad(x02_, w02_, s3);                                                                            \
-        s3 = pockmcu_smlad(x13_, w13_, s3);                                                                            \
+        POCKMCU_DSP_STEP_4X1X(col, w02_, w13_, s0, s1, s2, s3);                                                        \
     } while (0)
 
 /* s[r] = bias + row r of the 4-row column . filter row w, r < 4: 16 MACs per weight word, 8 depth values
@@ -893,26 +901,6 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_expand_w_pad(const int8_t *w, int32_t depth,
         dst[1] = b;
     }
 }
-
-/* One group of four depth values of the 4-row column (col advances by 8 words) against the expanded weight
- * words (w02, w13): s[r] += 4 products. */
-#define POCKMCU_DSP_STEP_4X1X(col, w02, w13, s0, s1, s2, s3)                                                           \
-    do                                                                                                                 \
-    {                                                                                                                  \
-        uint32_t x02_, x13_;                                                                                           \
-        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
-        s0 = pockmcu_smlad(x02_, w02, s0);                                                                             \
-        s0 = pockmcu_smlad(x13_, w13, s0);                                                                             \
-        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
-        s1 = pockmcu_smlad(x02_, w02, s1);                                                                             \
-        s1 = pockmcu_smlad(x13_, w13, s1);                                                                             \
-        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
-        s2 = pockmcu_smlad(x02_, w02, s2);                                                                             \
-        s2 = pockmcu_smlad(x13_, w13, s2);                                                                             \
-        pockmcu_read_u32x2_ia(&(col), &x02_, &x13_);                                                                   \
-        s3 = pockmcu_smlad(x02_, w02, s3);                                                                             \
-        s3 = pockmcu_smlad(x13_, w13, s3);                                                                             \
-    } while (0)
 
 /* a0..a3 += row r of the 4-row column at *col . the expanded filter row wx, r < 4; *col advances past the block.
  * kdepth (a constant): 0, depth known at run time (8 depth values a pass, then 4, then the depth % 4 last ones);
