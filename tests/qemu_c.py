@@ -53,6 +53,63 @@ int main(void)
 """
 
 
+def cases_mains(run_c: str, cases_bytes: int, outs_bytes: int) -> tuple[str, str]:
+    """The QEMU and the host program around ``run_c``, C text defining ``static uint32_t run_cases(const uint8_t *p,
+    const uint8_t *end, uint8_t *out)`` (it runs the cases in [p, end) and returns the bytes it wrote to out): the
+    QEMU one reads cases.bin (at most ``cases_bytes``) and writes out.bin by semihosting, the host one reads and
+    writes the files named by argv[1] and argv[2]; ``outs_bytes`` of output room. Exit status 2 on an I/O error."""
+    qemu = run_c + f"""
+#include "semihost.h"
+static uint8_t cases[{cases_bytes}];
+static uint8_t outs[{outs_bytes}];
+
+int main(void)
+{{
+    int fd = sh_open("cases.bin", SH_MODE_RB);
+    int32_t n;
+    uint32_t size;
+    if (fd < 0) return 2;
+    n = sh_read(fd, cases, sizeof(cases)); /* the bytes not read */
+    if (n <= 0) return 2;                   /* an error, or a file that may not fit */
+    n = (int32_t)sizeof(cases) - n;
+    sh_close(fd);
+    size = run_cases(cases, cases + n, outs);
+    fd = sh_open("out.bin", SH_MODE_WB);
+    if (fd < 0 || sh_write(fd, outs, size) != 0) return 2;
+    sh_close(fd);
+    return 0;
+}}
+"""
+    host = run_c + f"""
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
+{{
+    FILE *f;
+    long n;
+    uint8_t *cases, *outs;
+    uint32_t size;
+    if (argc < 3 || !(f = fopen(argv[1], "rb"))) return 2;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    cases = malloc((size_t)n);
+    outs = calloc({outs_bytes}, 1);
+    if (!cases || !outs || fread(cases, 1, (size_t)n, f) != (size_t)n) return 2;
+    fclose(f);
+    size = run_cases(cases, cases + n, outs);
+    f = fopen(argv[2], "wb");
+    if (!f || fwrite(outs, 1, size, f) != size) return 2;
+    fclose(f);
+    free(cases);
+    free(outs);
+    return 0;
+}}
+"""
+    return qemu, host
+
+
 def target_vars(target: str) -> dict[str, str]:
     """The ``NAME := value`` lines of firmware/targets/<target>.mk."""
     text = (FIRMWARE / "targets" / f"{get_target(target).name}.mk").read_text()

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from pockmcu import kernel_table
-from tests.qemu_c import CASE_READER_C, KERNELS, build_program, run_program
+from tests.qemu_c import CASE_READER_C, KERNELS, build_program, cases_mains, run_program
 
 KERNEL_FILES = ["arm_elementwise_add_s8.c", "pockmcu_elementwise_add_s8_dsp.c"]
 GUARD = 8
@@ -65,56 +65,7 @@ static uint32_t run_cases(const uint8_t *p, const uint8_t *end, uint8_t *out)
 }
 """
 
-QEMU_MAIN = RUN_C + r"""
-#include "semihost.h"
-static uint8_t cases[96 * 1024];
-static uint8_t outs[96 * 1024];
-
-int main(void)
-{
-    int fd = sh_open("cases.bin", SH_MODE_RB);
-    int32_t n;
-    uint32_t size;
-    if (fd < 0) return 2;
-    n = sh_read(fd, cases, sizeof(cases)); /* the bytes not read */
-    if (n <= 0) return 2;
-    n = (int32_t)sizeof(cases) - n;
-    sh_close(fd);
-    size = run_cases(cases, cases + n, outs);
-    fd = sh_open("out.bin", SH_MODE_WB);
-    if (fd < 0 || sh_write(fd, outs, size) != 0) return 2;
-    sh_close(fd);
-    return 0;
-}
-"""
-
-HOST_MAIN = RUN_C + r"""
-#include <stdio.h>
-#include <stdlib.h>
-
-int main(int argc, char **argv)
-{
-    FILE *f;
-    long n;
-    uint8_t *cases, *outs;
-    uint32_t size;
-    if (argc < 3 || !(f = fopen(argv[1], "rb"))) return 2;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    cases = malloc((size_t)n);
-    outs = calloc(96 * 1024, 1);
-    if (!cases || !outs || fread(cases, 1, (size_t)n, f) != (size_t)n) return 2;
-    fclose(f);
-    size = run_cases(cases, cases + n, outs);
-    f = fopen(argv[2], "wb");
-    if (!f || fwrite(outs, 1, size, f) != size) return 2;
-    fclose(f);
-    free(cases);
-    free(outs);
-    return 0;
-}
-"""
+QEMU_MAIN, HOST_MAIN = cases_mains(RUN_C, 96 * 1024, 96 * 1024)
 
 
 def _quantize_multiplier(real: float) -> tuple[int, int]:

@@ -28,7 +28,7 @@ from pockmcu.runner import run_on_target
 from pockmcu.sim import load
 from pockmcu.train import Data, HostTrainer, train_on_target
 from pockmcu.training import params
-from tests.qemu_c import CASE_READER_C, KERNELS, build_program, run_program
+from tests.qemu_c import CASE_READER_C, KERNELS, build_program, cases_mains, run_program
 
 KERNEL_FILES = ["arm_convolve_wrapper_s8.c", "arm_depthwise_conv_wrapper_s8.c", "arm_fully_connected_s8.c",
                 "arm_avgpool_s8.c", "pockmcu_avgpool_mve_s8.c", "arm_elementwise_add_s8.c",
@@ -146,57 +146,7 @@ static uint32_t run_cases(const uint8_t *p, const uint8_t *end, uint8_t *out)
 }
 """
 
-QEMU_MAIN = RUN_C + r"""
-#include "semihost.h"
-static uint8_t cases[400 * 1024];
-static uint8_t outs[80 * 1024];
-
-int main(void)
-{
-    int fd = sh_open("cases.bin", SH_MODE_RB);
-    int32_t n, m;
-    uint32_t size;
-    if (fd < 0) return 2;
-    n = sh_read(fd, cases, sizeof(cases)); /* the bytes not read */
-    if (n <= 0) return 2;                   /* an error, or a file that may not fit */
-    n = (int32_t)sizeof(cases) - n;
-    sh_close(fd);
-    size = run_cases(cases, cases + n, outs);
-    m = (int32_t)size;
-    fd = sh_open("out.bin", SH_MODE_WB);
-    if (fd < 0 || sh_write(fd, outs, (uint32_t)m) != 0) return 2;
-    sh_close(fd);
-    return 0;
-}
-"""
-
-HOST_MAIN = RUN_C + r"""
-#include <stdio.h>
-#include <stdlib.h>
-
-int main(int argc, char **argv)
-{
-    FILE *f;
-    long n;
-    uint8_t *cases, *outs;
-    uint32_t size;
-    if (argc < 3 || !(f = fopen(argv[1], "rb"))) return 2;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    cases = malloc((size_t)n);
-    outs = malloc(80 * 1024);
-    if (!cases || !outs || fread(cases, 1, (size_t)n, f) != (size_t)n) return 2;
-    fclose(f);
-    size = run_cases(cases, cases + n, outs);
-    f = fopen(argv[2], "wb");
-    if (!f || fwrite(outs, 1, size, f) != size) return 2;
-    fclose(f);
-    free(cases);
-    free(outs);
-    return 0;
-}
-"""
+QEMU_MAIN, HOST_MAIN = cases_mains(RUN_C, 400 * 1024, 80 * 1024)
 
 KINDS = ("conv", "depthwise", "fc", "fc_per_channel", "avgpool", "add")
 
