@@ -848,6 +848,21 @@ POCKMCU_DSP_INLINE int32_t pockmcu_dsp_chunk_rows(int32_t depth, int32_t count)
     return rows < (count & ~3) ? rows : (count & ~3);
 }
 
+/* The weight word v (w0 w1 w2 w3) as the column's words (w0, w2), (w1, w3) in int16 lanes at dst, doubled when
+ * `twice` (a constant). */
+POCKMCU_DSP_INLINE void pockmcu_dsp_widen_w(uint32_t v, uint32_t *dst, const int32_t twice)
+{
+    uint32_t a = pockmcu_sxtb16(v);
+    uint32_t b = pockmcu_sxtb16_ror8(v);
+    if (twice)
+    {
+        a = pockmcu_sadd16(a, a);
+        b = pockmcu_sadd16(b, b);
+    }
+    dst[0] = a;
+    dst[1] = b;
+}
+
 /* Filter row w (depth int8 values) as the column's words: per group of four (w0, w2), (w1, w3) in int16 lanes,
  * then the depth % 4 last values one per word (low lane); each value doubled when `twice` (a constant). */
 POCKMCU_DSP_INLINE void pockmcu_dsp_expand_w(const int8_t *w, int32_t depth, uint32_t *dst, const int32_t twice)
@@ -855,16 +870,7 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_expand_w(const int8_t *w, int32_t depth, uin
     int32_t g;
     for (g = depth >> 2; g > 0; g--)
     {
-        const uint32_t v = pockmcu_read_s8x4_ia(&w);
-        uint32_t a = pockmcu_sxtb16(v);
-        uint32_t b = pockmcu_sxtb16_ror8(v);
-        if (twice)
-        {
-            a = pockmcu_sadd16(a, a);
-            b = pockmcu_sadd16(b, b);
-        }
-        dst[0] = a;
-        dst[1] = b;
+        pockmcu_dsp_widen_w(pockmcu_read_s8x4_ia(&w), dst, twice);
         dst += 2;
     }
     for (g = depth & 3; g > 0; g--)
@@ -886,19 +892,9 @@ POCKMCU_DSP_INLINE void pockmcu_dsp_expand_w_pad(const int8_t *w, int32_t depth,
     {
         const int8_t *t = w + depth - rest;
         uint32_t v = (uint32_t)(uint8_t)t[0];
-        uint32_t a, b;
         v |= rest > 1 ? (uint32_t)(uint8_t)t[1] << 8 : 0u;
         v |= rest > 2 ? (uint32_t)(uint8_t)t[2] << 16 : 0u;
-        a = pockmcu_sxtb16(v);
-        b = pockmcu_sxtb16_ror8(v);
-        if (twice)
-        {
-            a = pockmcu_sadd16(a, a);
-            b = pockmcu_sadd16(b, b);
-        }
-        dst += 2 * (depth >> 2);
-        dst[0] = a;
-        dst[1] = b;
+        pockmcu_dsp_widen_w(v, dst + 2 * (depth >> 2), twice);
     }
 }
 
